@@ -1,0 +1,311 @@
+"""Classic trec_eval measures as a rankeval plugin.
+
+Each measure is a frozen dataclass whose fields are its parameters and whose ``compute``
+turns the ranked lists of all queries into one value per query with numpy segment
+operations (no loop over queries). Definitions follow trec_eval 9.0.8; the docs page of each
+measure gives the formula.
+
+This package is registered through the same ``register_measures`` hook as any third-party
+plugin, so it doubles as the example of how to write one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from rankeval import Measure, hookimpl, param
+
+if TYPE_CHECKING:
+    from rankeval.ranked import RankedLists
+
+TREC_EVAL = "trec_eval 9.0.8 (github usnistgov/trec_eval)"
+_REL = "minimum relevance grade counted as relevant (trec_eval -l)"
+_LEVEL = "nesting level ranked: 1 = top-level items, 2 = children within each parent"
+_CUTOFF = "rank cutoff (none = all retrieved)"
+
+
+def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(num))
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
+def _top(data: RankedLists, k: int | None) -> np.ndarray | bool:
+    return True if k is None else data.rank < k
+
+
+def _check_cutoff(k: int | None) -> None:
+    if k is not None and k < 1:
+        raise ValueError("cutoff must be a positive integer")
+
+
+@dataclass(frozen=True)
+class _Flat(Measure):
+    """Shared validation of the classic measures' parameters."""
+
+    def __post_init__(self) -> None:
+        _check_cutoff(getattr(self, "k", None))
+        if getattr(self, "level", 1) < 1:
+            raise ValueError("level must be 1 or more")
+
+
+@dataclass(frozen=True)
+class AP(_Flat):
+    """Average precision: mean of the precision at each relevant retrieved document, over
+    all relevant documents of the query (trec_eval ``map``; ``map_cut.k`` with a cutoff)."""
+
+    name: ClassVar[str] = "AP"
+    at: ClassVar[str | None] = "k"
+    description: ClassVar[str] = "Average precision (MAP when averaged); trec_eval map / map_cut"
+    source: ClassVar[str] = TREC_EVAL
+    aliases: ClassVar = {"map": {}, "MAP": {}}
+    trec_prefixes: ClassVar = ("map_cut",)
+
+    k: int | None = param(None, _CUTOFF)
+    rel: int = param(1, _REL)
+    level: int = param(1, _LEVEL)
+
+    def compute(self, data: RankedLists) -> np.ndarray:
+        hit = data.is_relevant(self.rel)
+        prec = data.cumsum(hit) / (data.rank + 1)
+        return _safe_div(data.sum(prec * (hit & _top(data, self.k))), data.num_rel(self.rel))
+
+
+@dataclass(frozen=True)
+class NDCG(_Flat):
+    """Normalised discounted cumulative gain, trec_eval's ``ndcg`` / ``ndcg_cut.k``: gain =
+    relevance grade, discount log2(rank + 1), ideal ranking of all judged documents."""
+
+    name: ClassVar[str] = "nDCG"
+    at: ClassVar[str | None] = "k"
+    description: ClassVar[str] = "Normalised DCG, gain = grade, log2 discount; trec_eval ndcg / ndcg_cut"
+    source: ClassVar[str] = TREC_EVAL + "; Järvelin & Kekäläinen, TOIS 2002"
+    aliases: ClassVar = {"ndcg": {}}
+    trec_prefixes: ClassVar = ("ndcg_cut",)
+
+    k: int | None = param(None, _CUTOFF)
+    level: int = param(1, _LEVEL)
+
+    def compute(self, data: RankedLists) -> np.ndarray:
+        gain = np.where(data.relevance > 0, data.relevance, 0.0)
+        dcg = data.sum(gain * _top(data, self.k) / np.log2(data.rank + 2.0))
+        jrank = data.judged_rank()
+        jgain = np.where(data.judged_relevance > 0, data.judged_relevance, 0.0)
+        if self.k is not None:
+            jgain = jgain * (jrank < self.k)
+        ideal = np.bincount(
+            data.judged_query(), weights=jgain / np.log2(jrank + 2.0), minlength=data.num_queries
+        )
+        return _safe_div(dcg, ideal)
+
+
+@dataclass(frozen=True)
+class P(_Flat):
+    """Precision at k: relevant documents in the top k divided by k (trec_eval ``P.k``);
+    without a cutoff, over all retrieved documents (trec_eval ``set_P``)."""
+
+    name: ClassVar[str] = "P"
+    at: ClassVar[str | None] = "k"
+    description: ClassVar[str] = "Precision at k; trec_eval P.k (set_P without cutoff)"
+    source: ClassVar[str] = TREC_EVAL
+    trec_prefixes: ClassVar = ("P",)
+
+    k: int | None = param(None, _CUTOFF)
+    rel: int = param(1, _REL)
+    level: int = param(1, _LEVEL)
+
+    def compute(self, data: RankedLists) -> np.ndarray:
+        found = data.sum(data.is_relevant(self.rel) & _top(data, self.k))
+        if self.k is None:
+            return _safe_div(found, data.counts.astype(float))
+        return found / self.k
+
+
+@dataclass(frozen=True)
+class R(_Flat):
+    """Recall at k: relevant documents in the top k over all relevant documents
+    (trec_eval ``recall.k``; ``set_recall`` without a cutoff)."""
+
+    name: ClassVar[str] = "R"
+    at: ClassVar[str | None] = "k"
+    description: ClassVar[str] = "Recall at k; trec_eval recall.k (set_recall without cutoff)"
+    source: ClassVar[str] = TREC_EVAL
+    aliases: ClassVar = {"Recall": {}}
+    trec_prefixes: ClassVar = ("recall",)
+
+    k: int | None = param(None, _CUTOFF)
+    rel: int = param(1, _REL)
+    level: int = param(1, _LEVEL)
+
+    def compute(self, data: RankedLists) -> np.ndarray:
+        found = data.sum(data.is_relevant(self.rel) & _top(data, self.k))
+        return _safe_div(found, data.num_rel(self.rel))
+
+
+@dataclass(frozen=True)
+class RR(_Flat):
+    """Reciprocal rank of the first relevant document (trec_eval ``recip_rank``); 0 if
+    none is retrieved (or none within the cutoff)."""
+
+    name: ClassVar[str] = "RR"
+    at: ClassVar[str | None] = "k"
+    description: ClassVar[str] = "Reciprocal rank of the first relevant document; trec_eval recip_rank"
+    source: ClassVar[str] = TREC_EVAL
+    aliases: ClassVar = {"recip_rank": {}, "MRR": {}}
+
+    k: int | None = param(None, _CUTOFF)
+    rel: int = param(1, _REL)
+    level: int = param(1, _LEVEL)
+
+    def compute(self, data: RankedLists) -> np.ndarray:
+        first = data.first_rank(data.is_relevant(self.rel) & _top(data, self.k))
+        return np.where(first >= 0, 1.0 / (first + 1.0), 0.0)
+
+
+@dataclass(frozen=True)
+class Rprec(_Flat):
+    """Precision at rank R, R being the number of relevant documents (trec_eval ``Rprec``)."""
+
+    name: ClassVar[str] = "Rprec"
+    description: ClassVar[str] = "Precision at R (number of relevant documents); trec_eval Rprec"
+    source: ClassVar[str] = TREC_EVAL
+
+    rel: int = param(1, _REL)
+    level: int = param(1, _LEVEL)
+
+    def compute(self, data: RankedLists) -> np.ndarray:
+        num_rel = data.num_rel(self.rel)
+        found = data.sum(data.is_relevant(self.rel) & (data.rank < num_rel[data.query]))
+        return _safe_div(found, num_rel)
+
+
+@dataclass(frozen=True)
+class Bpref(_Flat):
+    """Binary preference (Buckley & Voorhees, SIGIR 2004), as trec_eval ``bpref``: for each
+    relevant retrieved document, 1 − min(n, R)/min(N, R), n the judged non-relevant documents
+    ranked above it, N all judged non-relevant, R all relevant; summed and divided by R."""
+
+    name: ClassVar[str] = "Bpref"
+    description: ClassVar[str] = "Binary preference over judged documents; trec_eval bpref"
+    source: ClassVar[str] = TREC_EVAL + "; Buckley & Voorhees, SIGIR 2004"
+    aliases: ClassVar = {"bpref": {}}
+
+    rel: int = param(1, _REL)
+    level: int = param(1, _LEVEL)
+
+    def compute(self, data: RankedLists) -> np.ndarray:
+        hit = data.is_relevant(self.rel)
+        nonrel = (data.relevance >= 0) & (data.relevance < self.rel)
+        nonrel_above = data.cumsum(nonrel) - nonrel
+        num_rel = data.num_rel(self.rel)
+        jq = data.judged_query()
+        jrel = data.judged_relevance
+        num_nonrel = np.bincount(jq, weights=(jrel >= 0) & (jrel < self.rel), minlength=data.num_queries)
+        denom = np.minimum(num_nonrel, num_rel)[data.query]
+        penalty = np.zeros(len(hit))
+        np.divide(np.minimum(nonrel_above, num_rel[data.query]), denom, out=penalty, where=denom > 0)
+        contrib = np.where(nonrel_above > 0, 1.0 - penalty, 1.0)
+        return _safe_div(data.sum(contrib * hit), num_rel)
+
+
+@dataclass(frozen=True)
+class Success(_Flat):
+    """1 if a relevant document is in the top k, else 0 (trec_eval ``success.k``)."""
+
+    name: ClassVar[str] = "Success"
+    at: ClassVar[str | None] = "k"
+    description: ClassVar[str] = "1 if any relevant document is in the top k; trec_eval success.k"
+    source: ClassVar[str] = TREC_EVAL
+    trec_prefixes: ClassVar = ("success",)
+
+    k: int | None = param(None, _CUTOFF)
+    rel: int = param(1, _REL)
+    level: int = param(1, _LEVEL)
+
+    def compute(self, data: RankedLists) -> np.ndarray:
+        return (data.sum(data.is_relevant(self.rel) & _top(data, self.k)) > 0).astype(float)
+
+
+@dataclass(frozen=True)
+class NumRet(_Flat):
+    """Number of retrieved documents (trec_eval ``num_ret``; summed over queries)."""
+
+    name: ClassVar[str] = "NumRet"
+    description: ClassVar[str] = "Number of retrieved documents; trec_eval num_ret"
+    source: ClassVar[str] = TREC_EVAL
+    aliases: ClassVar = {"num_ret": {}}
+    integer: ClassVar[bool] = True
+
+    level: int = param(1, _LEVEL)
+
+    def compute(self, data: RankedLists) -> np.ndarray:
+        return data.counts.astype(float)
+
+
+@dataclass(frozen=True)
+class NumRel(_Flat):
+    """Number of relevant documents in the qrels (trec_eval ``num_rel``; summed)."""
+
+    name: ClassVar[str] = "NumRel"
+    description: ClassVar[str] = "Number of relevant documents judged; trec_eval num_rel"
+    source: ClassVar[str] = TREC_EVAL
+    aliases: ClassVar = {"num_rel": {}}
+    integer: ClassVar[bool] = True
+
+    rel: int = param(1, _REL)
+    level: int = param(1, _LEVEL)
+
+    def compute(self, data: RankedLists) -> np.ndarray:
+        return data.num_rel(self.rel).astype(float)
+
+
+@dataclass(frozen=True)
+class NumRelRet(_Flat):
+    """Number of relevant documents retrieved (trec_eval ``num_rel_ret``; summed)."""
+
+    name: ClassVar[str] = "NumRelRet"
+    description: ClassVar[str] = "Number of relevant documents retrieved; trec_eval num_rel_ret"
+    source: ClassVar[str] = TREC_EVAL
+    aliases: ClassVar = {"num_rel_ret": {}}
+    integer: ClassVar[bool] = True
+
+    rel: int = param(1, _REL)
+    level: int = param(1, _LEVEL)
+
+    def compute(self, data: RankedLists) -> np.ndarray:
+        return data.sum(data.is_relevant(self.rel))
+
+
+@dataclass(frozen=True)
+class Judged(_Flat):
+    """Share of the top k retrieved documents that have a judgment (any grade), over
+    min(k, retrieved), as ir_measures' ``Judged@k``."""
+
+    name: ClassVar[str] = "Judged"
+    at: ClassVar[str | None] = "k"
+    description: ClassVar[str] = "Share of the top k that is judged; ir_measures Judged@k"
+    source: ClassVar[str] = "ir_measures (github terrierteam/ir_measures)"
+
+    k: int | None = param(None, _CUTOFF)
+    level: int = param(1, _LEVEL)
+
+    def compute(self, data: RankedLists) -> np.ndarray:
+        judged = data.sum(~np.isnan(data.relevance) & _top(data, self.k))
+        shown = data.counts if self.k is None else np.minimum(data.counts, self.k)
+        return _safe_div(judged, shown.astype(float))
+
+
+MEASURES: tuple[type[Measure], ...] = (
+    AP, NDCG, P, R, RR, Rprec, Bpref, Success, NumRet, NumRel, NumRelRet, Judged,
+)
+
+
+@hookimpl
+def register_measures(register: Callable[[type[Measure]], None]) -> None:
+    """Register the classic measures."""
+    for cls in MEASURES:
+        register(cls)

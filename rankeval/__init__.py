@@ -1,0 +1,64 @@
+"""rankeval: trec_eval-style, plugin-based evaluation of ranked retrieval.
+
+Public API::
+
+    import rankeval
+    df = rankeval.evaluate("qrels.txt", "run.txt", ["AP", "nDCG@10"])
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rankeval.errors import InputError, PluginError, RankevalError, SpecError, UsageError
+from rankeval.hookspecs import hookimpl
+from rankeval.measure import Duration, Measure, param
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "evaluate",
+    "parse_measure",
+    "Qrels",
+    "Run",
+    "Measure",
+    "Duration",
+    "param",
+    "hookimpl",
+    "load_registry",
+    "RankevalError",
+    "InputError",
+    "UsageError",
+    "SpecError",
+    "PluginError",
+    "__version__",
+]
+
+if TYPE_CHECKING:
+    from rankeval.data import Qrels, Run
+    from rankeval.engine import evaluate
+    from rankeval.plugins import load_registry
+
+
+def parse_measure(spec: str) -> Measure:
+    """Parse one measure spec with all installed plugins (``"nDCG@10"`` → measure)."""
+    from rankeval.plugins import load_registry
+
+    return load_registry().parse(spec)
+
+
+def __getattr__(name: str) -> Any:
+    # heavy modules (pandas, pyarrow) load on first use, so `rankeval --help` starts fast
+    if name == "evaluate":
+        from rankeval.engine import evaluate
+
+        return evaluate
+    if name in ("Qrels", "Run"):
+        from rankeval import data
+
+        return getattr(data, name)
+    if name == "load_registry":
+        from rankeval.plugins import load_registry
+
+        return load_registry
+    raise AttributeError(f"module 'rankeval' has no attribute {name!r}")

@@ -1,0 +1,229 @@
+"""The data model: :class:`Qrels` and :class:`Run`, columnar (pyarrow tables, pandas views).
+
+Both are thin wrappers over a :class:`pyarrow.Table` read by :mod:`rankeval.io` or built from
+a pandas DataFrame or a ``{query_id: {doc_id: value}}`` dict. Ranking, alignment and nesting
+happen later, in :mod:`rankeval.ranked`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rankeval import io
+from rankeval.errors import InputError, UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+__all__ = ["Qrels", "Run", "as_qrels", "as_run"]
+
+QrelsLike = "Qrels | str | Path | pd.DataFrame | Mapping[str, Mapping[str, float]]"
+
+
+class Qrels:
+    """Relevance judgments: one row per judgment line.
+
+    Columns of :attr:`table`: ``query_id``, ``iteration`` (the assessor), ``doc_id``,
+    ``relevance`` (float64), ``line`` (1-based source line, 0 when not read from a file) and
+    one string column per ``key=value`` attribute (e.g. ``cost``, ``sens``).
+    """
+
+    def __init__(self, table: pa.Table, source: str = "<qrels>") -> None:
+        self.table = table
+        self.source = source
+
+    def __repr__(self) -> str:
+        return f"Qrels({self.source!r}, {self.table.num_rows} judgments)"
+
+    def __len__(self) -> int:
+        return int(self.table.num_rows)
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The judgments as a pandas DataFrame."""
+        return self.table.to_pandas()
+
+    @property
+    def attributes(self) -> list[str]:
+        """Names of the ``key=value`` attribute columns."""
+        fixed = {"query_id", "iteration", "doc_id", "relevance", "line"}
+        return [c for c in self.table.column_names if c not in fixed]
+
+    @classmethod
+    def read(cls, source: str | Path) -> Qrels:
+        """Read a TREC qrels file (``-`` = stdin, compressed files accepted).
+
+        A *source* that is not an existing path is tried as an ir_datasets id.
+        """
+        if str(source) != "-" and not Path(source).exists() and _looks_like_dataset_id(str(source)):
+            return cls.from_ir_datasets(str(source))
+        return cls(io.read_qrels_table(source), io.source_name(source))
+
+    @classmethod
+    def from_ir_datasets(cls, dataset_id: str) -> Qrels:
+        """Load the qrels of an ir_datasets dataset (``msmarco-passage/dev/small``)."""
+        import pandas as pd
+
+        try:
+            import ir_datasets
+        except ImportError:  # pragma: no cover - ir_datasets is a dependency
+            raise InputError("file not found (and ir_datasets is not installed)", source=dataset_id) from None
+        try:
+            dataset = ir_datasets.load(dataset_id)
+        except KeyError:
+            raise InputError(
+                "file not found, and not an ir_datasets id either", source=dataset_id
+            ) from None
+        if not dataset.has_qrels():
+            raise InputError("this ir_datasets dataset has no qrels", source=dataset_id)
+        try:
+            rows = [(q.query_id, q.iteration, q.doc_id, q.relevance) for q in dataset.qrels_iter()]
+        except Exception as exc:  # noqa: BLE001 - any download/parse failure becomes one message
+            raise InputError(f"could not load qrels from ir_datasets: {exc}", source=dataset_id) from None
+        frame = pd.DataFrame(rows, columns=["query_id", "iteration", "doc_id", "relevance"])
+        return cls.from_frame(frame, source=dataset_id)
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, source: str = "<DataFrame>") -> Qrels:
+        """Build from a DataFrame with ``query_id, doc_id, relevance`` (``iteration`` optional).
+
+        Any other column is kept as an attribute.
+        """
+        import pyarrow as pa
+
+        missing = {"query_id", "doc_id", "relevance"} - set(frame.columns)
+        if missing:
+            raise UsageError(f"qrels DataFrame lacks column(s) {sorted(missing)}", source=source)
+        cols: dict[str, Any] = {
+            "query_id": pa.array(frame["query_id"].astype(str), pa.string()),
+            "iteration": pa.array(
+                frame["iteration"].astype(str) if "iteration" in frame else ["0"] * len(frame), pa.string()
+            ),
+            "doc_id": pa.array(frame["doc_id"].astype(str), pa.string()),
+            "relevance": pa.array(frame["relevance"].astype("float64"), pa.float64()),
+            "line": pa.array([0] * len(frame), pa.int64()),
+        }
+        for c in frame.columns:
+            if c not in cols:
+                values = frame[c]
+                cols[str(c)] = pa.array(
+                    [None if v is None or v != v else str(v) for v in values], pa.string()
+                )
+        return cls(pa.table(cols), source)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Mapping[str, float]], source: str = "<dict>") -> Qrels:
+        """Build from ``{query_id: {doc_id: relevance}}`` (the pytrec_eval/ir_measures shape)."""
+        import pandas as pd
+
+        rows = [(str(q), str(d), float(r)) for q, docs in data.items() for d, r in docs.items()]
+        return cls.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance"]), source)
+
+
+class Run:
+    """A ranked run: one row per retrieved document, in file order.
+
+    Columns of :attr:`table`: ``query_id``, ``q0`` (column 2, kept: CLEF TAR runs put a
+    threshold flag there), ``doc_id``, ``score`` (float64), ``tag``. The ranking (score
+    descending, ties by doc_id descending, as trec_eval) is computed at evaluation time.
+    """
+
+    def __init__(self, table: pa.Table, name: str = "run", source: str | None = None) -> None:
+        self.table = table
+        self.name = name
+        self.source = source
+
+    def __repr__(self) -> str:
+        return f"Run({self.name!r}, {self.table.num_rows} lines)"
+
+    def __len__(self) -> int:
+        return int(self.table.num_rows)
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The run as a pandas DataFrame (file order)."""
+        return self.table.to_pandas()
+
+    @classmethod
+    def read(cls, source: str | Path, name: str | None = None) -> Run:
+        """Read a TREC run file (``-`` = stdin, compressed files accepted).
+
+        The run is named *name*, or by its file name.
+        """
+        table = io.read_run_table(source)
+        if name is None:
+            name = "stdin" if str(source) == "-" else Path(source).name
+        return cls(table, name, str(source))
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, name: str = "run") -> Run:
+        """Build from a DataFrame with ``query_id, doc_id, score`` (``q0``, ``tag`` optional)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        missing = {"query_id", "doc_id", "score"} - set(frame.columns)
+        if missing:
+            raise UsageError(f"run DataFrame lacks column(s) {sorted(missing)}", source=name)
+        n = len(frame)
+
+        def col(key: str, default: str) -> pa.Array:
+            values = frame[key].astype(str) if key in frame else [default] * n
+            return pc.dictionary_encode(pa.array(values, pa.string()))
+
+        table = pa.table(
+            {
+                "query_id": col("query_id", ""),
+                "q0": col("q0", "Q0"),
+                "doc_id": pa.array(frame["doc_id"].astype(str), pa.string()),
+                "score": pa.array(frame["score"].astype("float64"), pa.float64()),
+                "tag": col("tag", name),
+            }
+        )
+        return cls(table, name)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Mapping[str, float]], name: str = "run") -> Run:
+        """Build from ``{query_id: {doc_id: score}}`` (the pytrec_eval/ir_measures shape)."""
+        import pandas as pd
+
+        rows = [(str(q), str(d), float(s)) for q, docs in data.items() for d, s in docs.items()]
+        return cls.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "score"]), name)
+
+
+def _looks_like_dataset_id(text: str) -> bool:
+    return "/" in text and not text.startswith((".", "/", "~")) and not Path(text).suffix
+
+
+def as_qrels(qrels: Any) -> Qrels:
+    """Coerce a path, DataFrame, dict or :class:`Qrels` to :class:`Qrels`."""
+    import pandas as pd
+
+    if isinstance(qrels, Qrels):
+        return qrels
+    if isinstance(qrels, (str, Path)):
+        return Qrels.read(qrels)
+    if isinstance(qrels, pd.DataFrame):
+        return Qrels.from_frame(qrels)
+    if isinstance(qrels, Mapping):
+        return Qrels.from_dict(qrels)
+    raise UsageError(f"cannot use {type(qrels).__name__} as qrels (path, DataFrame, dict or Qrels)")
+
+
+def as_run(run: Any, name: str | None = None) -> Run:
+    """Coerce a path, DataFrame, dict or :class:`Run` to :class:`Run`."""
+    import pandas as pd
+
+    if isinstance(run, Run):
+        if name is not None and name != run.name:
+            return Run(run.table, name, run.source)
+        return run
+    if isinstance(run, (str, Path)):
+        return Run.read(run, name)
+    if isinstance(run, pd.DataFrame):
+        return Run.from_frame(run, name or "run")
+    if isinstance(run, Mapping):
+        return Run.from_dict(run, name or "run")
+    raise UsageError(f"cannot use {type(run).__name__} as a run (path, DataFrame, dict or Run)")

@@ -1,0 +1,168 @@
+"""The engine: (qrels, runs, measures) → a long result table.
+
+For each run the qrels and the run are aligned once (:class:`~rankeval.ranked.Alignment`);
+each measure reads the ranked lists of its nesting level and returns one value per query;
+values of nested sub-queries are averaged per query; the aggregate row (``query_id ==
+"all"``) is the measure's own aggregate (mean by default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rankeval.data import Qrels, Run, as_qrels, as_run
+from rankeval.errors import UsageError
+from rankeval.measure import Measure
+from rankeval.ranked import Alignment
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from rankeval.registry import Registry
+
+__all__ = ["evaluate", "resolve_measures", "as_runs", "ALL"]
+
+ALL = "all"
+COLUMNS = ["run", "query_id", "measure", "value"]
+
+
+def resolve_measures(
+    measures: str | Measure | Iterable[str | Measure], registry: Registry | None = None
+) -> list[Measure]:
+    """Measures from specs (``"AP nDCG@10"``, ``["AP", "P@5"]``) or measure objects,
+    without duplicates, in the order given."""
+    if isinstance(measures, (str, Measure)):
+        measures = [measures]
+    out: list[Measure] = []
+    for m in measures:
+        if isinstance(m, str):
+            if registry is None:
+                from rankeval.plugins import load_registry
+
+                registry = load_registry()
+            out.extend(registry.parse_many(m))
+        elif isinstance(m, Measure):
+            out.append(m)
+        else:
+            raise UsageError(f"not a measure or measure spec: {m!r}")
+    seen: set[str] = set()
+    unique = []
+    for m in out:
+        if str(m) not in seen:
+            seen.add(str(m))
+            unique.append(m)
+    if not unique:
+        raise UsageError("no measures given")
+    return unique
+
+
+def as_runs(runs: Any) -> list[Run]:
+    """Runs from one run (path, DataFrame, ``{qid: {doc: score}}``, :class:`Run`), a list of
+    them, or a ``{name: run}`` mapping. Names must be unique."""
+    import pandas as pd
+
+    if isinstance(runs, (str, Path, Run, pd.DataFrame)):
+        out = [as_run(runs)]
+    elif isinstance(runs, Mapping):
+        values = list(runs.values())
+        if values and all(isinstance(v, (str, Path, Run, pd.DataFrame)) for v in values):
+            out = [as_run(v, str(k)) for k, v in runs.items()]
+        else:
+            out = [as_run(runs)]
+    elif isinstance(runs, Sequence):
+        out = [as_run(r) for r in runs]
+    else:
+        out = [as_run(runs)]
+    names = [r.name for r in out]
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise UsageError(f"several runs are named {', '.join(dup)}; give unique names")
+    return out
+
+
+def evaluate(
+    qrels: Any,
+    runs: Any,
+    measures: str | Measure | Iterable[str | Measure],
+    *,
+    missing_zero: bool = True,
+    nest_sep: str | None = "/",
+    max_docs: int | None = None,
+    registry: Registry | None = None,
+) -> pd.DataFrame:
+    """Evaluate runs against qrels.
+
+    Args:
+        qrels: a :class:`~rankeval.Qrels`, a path (or ir_datasets id), a DataFrame with
+            ``query_id, doc_id, relevance`` or a ``{query_id: {doc_id: relevance}}`` dict.
+        runs: one run (:class:`~rankeval.Run`, path, DataFrame with ``query_id, doc_id,
+            score``, or ``{query_id: {doc_id: score}}``), a list of runs, or ``{name: run}``.
+        measures: specs (``"AP nDCG@10"``, ``["P@5", "RR(rel=2)"]``) or measure objects.
+        missing_zero: queries in the qrels that a run does not retrieve score 0 and count in
+            the mean (trec_eval ``-c``, the ir_measures default); ``False`` averages over the
+            queries both have.
+        nest_sep: separator of nested item ids (``PARENT/CHILD``); ``None`` disables nesting.
+        max_docs: evaluate only each query's top *max_docs* documents (trec_eval ``-M``).
+        registry: measure registry to resolve specs with (default: all installed plugins).
+
+    Returns:
+        A long DataFrame with columns ``run, query_id, measure, value``: one row per run,
+        query and measure, plus one aggregate row per run and measure with
+        ``query_id == "all"``. Queries appear in sorted order, measures in the order given.
+    """
+    import pandas as pd
+
+    measure_list = resolve_measures(measures, registry)
+    if max_docs is not None and max_docs < 1:
+        raise UsageError("max_docs must be a positive integer")
+    qrels_obj: Qrels = as_qrels(qrels)
+    parts: list[pd.DataFrame] = []
+    for run in as_runs(runs):
+        alignment = Alignment(qrels_obj, run, nest_sep=nest_sep, max_docs=max_docs)
+        for measure in measure_list:
+            query_ids, values = _per_query(alignment, measure, missing_zero)
+            agg = measure.aggregate(values)
+            n = len(query_ids)
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "run": np.repeat(run.name, n + 1).astype(object),
+                        "query_id": np.concatenate([query_ids.astype(object), np.array([ALL], dtype=object)]),
+                        "measure": np.repeat(str(measure), n + 1).astype(object),
+                        "value": np.concatenate([values.astype(np.float64), [agg]]),
+                    }
+                )
+            )
+    frame = pd.concat(parts, ignore_index=True)
+    frame.attrs["integer_measures"] = sorted({str(m) for m in measure_list if m.integer})
+    return frame
+
+
+def _per_query(alignment: Alignment, measure: Measure, missing_zero: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(query ids, values) of one measure on one aligned run, missing-query rule applied."""
+    view = alignment.view(measure.view_level())
+    values = np.asarray(measure.compute(view), dtype=np.float64)
+    if values.shape != (view.num_queries,):
+        raise UsageError(
+            f"measure {measure} returned {values.shape} values for {view.num_queries} queries"
+        )
+    retrieved = view.retrieved
+    values = np.where(retrieved, values, 0.0)
+    if view.level == 1:
+        ids = view.query_ids
+    else:
+        # average sub-queries (qid/parent) per top-level query
+        keep = retrieved if not missing_zero else np.ones(len(values), dtype=bool)
+        n_outer = len(view.outer_ids)
+        total = np.bincount(view.outer[keep], weights=values[keep], minlength=n_outer)
+        count = np.bincount(view.outer[keep], minlength=n_outer)
+        retrieved = np.bincount(view.outer, weights=retrieved, minlength=n_outer) > 0
+        values = np.divide(total, count, out=np.zeros(n_outer), where=count > 0)
+        ids = view.outer_ids
+    if not missing_zero:
+        ids, values = ids[retrieved], values[retrieved]
+    return ids, values

@@ -1,0 +1,72 @@
+"""The one exception family of rankeval.
+
+Library functions raise :class:`RankevalError` (or a subclass); the CLI turns it into a
+message and a non-zero exit code, never a traceback. Errors about input text carry the
+file, line and column and the offending text so the message can point at it.
+"""
+
+from __future__ import annotations
+
+
+class RankevalError(Exception):
+    """Base class of every error rankeval raises on bad input or usage.
+
+    Attributes:
+        message: What went wrong and what was expected.
+        source: File name (or ``<string>``, ``<stdin>``, a measure spec ...), if known.
+        line: 1-based line number, if known.
+        column: 1-based column number, if known.
+        text: The offending line or spec text, if known.
+    """
+
+    exit_code = 1
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        text: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.source = source
+        self.line = line
+        self.column = column
+        self.text = text
+
+    def __str__(self) -> str:
+        where = ""
+        if self.source is not None:
+            where = self.source
+            if self.line is not None:
+                where += f":{self.line}"
+                if self.column is not None:
+                    where += f":{self.column}"
+            where += ": "
+        out = f"{where}{self.message}"
+        if self.text is not None:
+            out += f"\n    {self.text}"
+            if self.column is not None:
+                out += "\n    " + " " * (self.column - 1) + "^"
+        return out
+
+
+class InputError(RankevalError):
+    """A qrels, run or other data file could not be read."""
+
+
+class UsageError(RankevalError):
+    """The command line or API call is wrong (exit code 2)."""
+
+    exit_code = 2
+
+
+class SpecError(UsageError):
+    """A measure spec could not be parsed or resolved."""
+
+
+class PluginError(RankevalError):
+    """A plugin failed to load or registered a conflicting name."""

@@ -1,0 +1,359 @@
+"""Reading TREC qrels and runs: bytes → validated pyarrow tables.
+
+Two paths, one result:
+
+* the **fast path** hands a clean run file (one space or one tab between columns) straight
+  to pyarrow's multi-threaded CSV parser;
+* the **general path** reads whole lines, trims them and splits on any whitespace with
+  vectorised pyarrow kernels. It accepts comments, blank lines, CRLF, a UTF-8 BOM, runs of
+  mixed whitespace, trailing junk columns (as trec_eval does) and ``key=value`` attributes,
+  and it knows every line number, so it is also what reports errors.
+
+There is no Python loop per line, except when a file fails to decode as UTF-8 and the
+offending line has to be found for the error message.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rankeval.errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+__all__ = ["read_run_table", "read_qrels_table", "locate_lines", "source_name"]
+
+_MAGIC = {b"\x1f\x8b": gzip.decompress, b"BZh": bz2.decompress, b"\xfd7zXZ\x00": lzma.decompress}
+_BOM = b"\xef\xbb\xbf"
+RUN_COLUMNS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
+
+
+def source_name(source: str | Path) -> str:
+    """Name used for *source* in messages (``<stdin>`` for ``-``)."""
+    return "<stdin>" if str(source) == "-" else str(source)
+
+
+def _read_bytes(source: str | Path) -> bytes:
+    """Whole file as bytes: stdin for ``-``; gzip, bz2 and xz decompressed by magic bytes."""
+    name = source_name(source)
+    try:
+        if str(source) == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            data = Path(source).read_bytes()
+    except FileNotFoundError:
+        raise InputError("file not found", source=name) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a file", source=name) from None
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}", source=name) from None
+    for magic, decompress in _MAGIC.items():
+        if data.startswith(magic):
+            try:
+                data = decompress(data)
+            except (OSError, EOFError, lzma.LZMAError, ValueError) as exc:
+                raise InputError(f"corrupt compressed file: {exc}", source=name) from None
+            break
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    return data
+
+
+def _check_utf8(data: bytes, name: str) -> None:
+    """Raise an InputError naming the first line that is not valid UTF-8."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        end = data.find(b"\n", exc.start)
+        text = data[start : end if end >= 0 else len(data)].decode("utf-8", "replace")
+        raise InputError(
+            "not valid UTF-8 text", source=name, line=line, column=exc.start - start + 1,
+            text=text.rstrip("\r"),
+        ) from None
+
+
+@dataclass
+class _Lines:
+    """Content lines of a text file, split on whitespace (the general path)."""
+
+    name: str
+    tokens: pa.ListArray  # per content line, its whitespace-separated fields
+    line: np.ndarray  # 1-based line number of each content line
+    raw: pa.Array  # the original text of each content line (for messages)
+
+    def fail(self, row: int, message: str, field: int | None = None) -> InputError:
+        """An InputError for content line *row*, pointing at field *field* (0-based)."""
+        text = str(self.raw[row].as_py()).rstrip("\r")
+        column = None
+        if field is not None:
+            column = _field_column(text, field)
+        return InputError(message, source=self.name, line=int(self.line[row]), column=column, text=text)
+
+    def column(self, i: int) -> pa.Array:
+        import pyarrow.compute as pc
+
+        return pc.list_element(self.tokens, i)
+
+
+def _field_column(text: str, field: int) -> int:
+    """1-based column where whitespace-separated field *field* of *text* starts."""
+    pos = 0
+    n = len(text)
+    for i in range(field + 1):
+        while pos < n and text[pos].isspace():
+            pos += 1
+        if i == field:
+            return pos + 1
+        while pos < n and not text[pos].isspace():
+            pos += 1
+    return n + 1
+
+
+def _split_lines(data: bytes, name: str) -> _Lines:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+
+    if b"\x1f" in data:
+        pos = data.index(b"\x1f")
+        line = data.count(b"\n", 0, pos) + 1
+        raise InputError("unexpected control character \\x1f", source=name, line=line)
+    try:
+        table = pcsv.read_csv(
+            pa.BufferReader(data),
+            read_options=pcsv.ReadOptions(column_names=["line"], block_size=1 << 24),
+            parse_options=pcsv.ParseOptions(
+                delimiter="\x1f", quote_char=False, ignore_empty_lines=False
+            ),
+            convert_options=pcsv.ConvertOptions(
+                column_types={"line": pa.string()},
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+    except pa.ArrowInvalid:
+        _check_utf8(data, name)
+        raise
+    if table.num_rows == 0:
+        empty = pa.array([], pa.string())
+        return _Lines(name, pc.ascii_split_whitespace(empty), np.zeros(0, np.int64), empty)
+    raw = table.column("line").combine_chunks()
+    trimmed = pc.utf8_trim_whitespace(raw)
+    keep = pc.and_(
+        pc.not_equal(pc.utf8_length(trimmed), 0), pc.invert(pc.starts_with(trimmed, "#"))
+    )
+    line = np.flatnonzero(keep.to_numpy(zero_copy_only=False)) + 1
+    trimmed = trimmed.filter(keep)
+    raw = raw.filter(keep)
+    return _Lines(name, pc.utf8_split_whitespace(trimmed), line, raw)
+
+
+def _need_columns(lines: _Lines, count: int, what: str) -> None:
+    import numpy as np
+    import pyarrow.compute as pc
+
+    n = pc.list_value_length(lines.tokens).to_numpy()
+    bad = np.flatnonzero(n < count)
+    if bad.size:
+        row = int(bad[0])
+        raise lines.fail(row, f"expected {count} columns ({what}), found {int(n[row])}", int(n[row]))
+
+
+def _to_float(lines: _Lines, field: int, what: str) -> pa.Array:
+    """Column *field* as float64, or an error naming the first line that is not a number."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    col = lines.column(field)
+    try:
+        return pc.cast(col, pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    ok = pc.match_substring_regex(
+        col, r"^[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|(?i:nan|inf|infinity))$"
+    )
+    bad = np.flatnonzero(~ok.to_numpy(zero_copy_only=False))
+    row = int(bad[0]) if bad.size else 0
+    raise lines.fail(row, f"expected a number for {what}, found {col[row].as_py()!r}", field)
+
+
+def _dict(arr: pa.Array) -> pa.Array:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = pc.dictionary_encode(arr)
+    if isinstance(out, pa.ChunkedArray):
+        out = out.combine_chunks()
+    return out
+
+
+# ---------------------------------------------------------------------------- runs
+def _run_fast(path: Path) -> pa.Table | None:
+    """Parse a clean, uncompressed run file with pyarrow directly; ``None`` if not clean."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    with path.open("rb") as fh:
+        head = fh.read(1 << 16)
+    if not head or any(head.startswith(m) for m in _MAGIC) or head.startswith(_BOM):
+        return None
+    sample = head[: head.rfind(b"\n") + 1] or head
+    has_tab, has_space = b"\t" in sample, b" " in sample
+    if has_tab == has_space:
+        return None
+    delim = b"\t" if has_tab else b" "
+    if (
+        delim + delim in sample
+        or b"\n" + delim in sample
+        or sample.startswith(delim)
+        or delim + b"\n" in sample
+        or b"\r" in sample
+        or b"#" in sample
+        or b"\n\n" in sample
+    ):
+        return None
+    dict_type = pa.dictionary(pa.int32(), pa.string())
+    try:
+        table = pcsv.read_csv(
+            path,
+            read_options=pcsv.ReadOptions(column_names=list(RUN_COLUMNS), block_size=1 << 24),
+            parse_options=pcsv.ParseOptions(
+                delimiter=delim.decode(), quote_char=False, ignore_empty_lines=False
+            ),
+            convert_options=pcsv.ConvertOptions(
+                column_types={
+                    "query_id": dict_type, "q0": dict_type, "doc_id": pa.string(),
+                    "rank": pa.string(), "score": pa.float64(), "tag": dict_type,
+                },
+                include_columns=["query_id", "q0", "doc_id", "score", "tag"],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None  # anything unusual: the general path reads it or explains the error
+    return pa.table(
+        {
+            "query_id": table.column("query_id").unify_dictionaries().combine_chunks(),
+            "q0": table.column("q0").unify_dictionaries().combine_chunks(),
+            "doc_id": table.column("doc_id").combine_chunks(),
+            "score": table.column("score").combine_chunks(),
+            "tag": table.column("tag").unify_dictionaries().combine_chunks(),
+        }
+    )
+
+
+def read_run_table(source: str | Path) -> pa.Table:
+    """Read a TREC run into a table ``query_id, q0, doc_id, score, tag`` in file order.
+
+    ``query_id``, ``q0`` and ``tag`` are dictionary-encoded; ``score`` is float64; the rank
+    column is checked to exist and otherwise ignored, as trec_eval does.
+
+    Raises:
+        InputError: naming the file, line and column of the first bad line.
+    """
+    import pyarrow as pa
+
+    if str(source) != "-":
+        path = Path(source)
+        if path.is_file() and path.stat().st_size > 0:
+            table = _run_fast(path)
+            if table is not None:
+                return table
+    lines = _split_lines(_read_bytes(source), source_name(source))
+    _need_columns(lines, 6, "query_id Q0 doc_id rank score tag")
+    score = _to_float(lines, 4, "the score (column 5)")
+    return pa.table(
+        {
+            "query_id": _dict(lines.column(0)),
+            "q0": _dict(lines.column(1)),
+            "doc_id": lines.column(2),
+            "score": score,
+            "tag": _dict(lines.column(5)),
+        }
+    )
+
+
+def locate_lines(source: str | Path, rows: Sequence[int]) -> list[tuple[int, str]]:
+    """File line number and text of content rows *rows* (0-based, in file order).
+
+    Only used to build error messages, so it may re-read the file.
+    """
+    lines = _split_lines(_read_bytes(source), source_name(source))
+    out = []
+    for r in rows:
+        out.append((int(lines.line[r]), str(lines.raw[r].as_py()).rstrip("\r")))
+    return out
+
+
+# ---------------------------------------------------------------------------- qrels
+def read_qrels_table(source: str | Path) -> pa.Table:
+    """Read TREC qrels (``qid iter docno rel [key=value ...]``) into a table.
+
+    Columns: ``query_id``, ``iteration``, ``doc_id`` (strings), ``relevance`` (float64),
+    ``line`` (int64, 1-based line number) and one string column per attribute key
+    (null where a line does not give it).
+
+    Raises:
+        InputError: naming the file, line and column of the first bad line.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lines = _split_lines(_read_bytes(source), source_name(source))
+    _need_columns(lines, 4, "query_id iteration doc_id relevance")
+    rel = _to_float(lines, 3, "the relevance (column 4)")
+    columns: dict[str, pa.Array] = {
+        "query_id": lines.column(0),
+        "iteration": lines.column(1),
+        "doc_id": lines.column(2),
+        "relevance": rel,
+        "line": pa.array(lines.line, pa.int64()),
+    }
+    n_fields = pc.list_value_length(lines.tokens).to_numpy()
+    if (n_fields > 4).any():
+        extra = pc.list_slice(lines.tokens, 4)
+        parent = pc.list_parent_indices(extra).to_numpy()
+        flat = pc.list_flatten(extra)
+        pos = pc.find_substring(flat, "=").to_numpy()
+        field_no = np.arange(len(parent)) - np.searchsorted(parent, parent) + 4
+        bad = np.flatnonzero(pos <= 0)
+        if bad.size:
+            i = int(bad[0])
+            raise lines.fail(
+                int(parent[i]),
+                f"expected key=value attribute after the relevance, found {flat[i].as_py()!r}",
+                int(field_no[i]),
+            )
+        parts = pc.split_pattern(flat, "=", max_splits=1)
+        keys = pc.list_element(parts, 0)
+        values = pc.list_element(parts, 1)
+        reserved = set(columns)
+        for key in pc.unique(keys).to_pylist():
+            mask = pc.equal(keys, key).to_numpy(zero_copy_only=False)
+            rows = parent[mask]
+            if key in reserved:
+                i = int(np.flatnonzero(mask)[0])
+                raise lines.fail(int(parent[i]), f"attribute name {key!r} is reserved", int(field_no[i]))
+            dup = np.flatnonzero(np.diff(rows) == 0)
+            if dup.size:
+                i = int(np.flatnonzero(mask)[dup[0] + 1])
+                raise lines.fail(int(parent[i]), f"attribute {key!r} given twice on one line", int(field_no[i]))
+            full = np.full(len(lines.line), None, dtype=object)
+            full[rows] = values.filter(pa.array(mask)).to_numpy(zero_copy_only=False)
+            columns[key] = pa.array(full, pa.string())
+    return pa.table(columns)

@@ -1,0 +1,495 @@
+"""Alignment and ranking: (qrels, run) → :class:`RankedLists`, the one view every measure reads.
+
+Data flows one way: read → **align → rank** → measure kernels → aggregate → report.
+
+For one run this module
+
+1. checks the run for duplicate ``(query_id, doc_id)`` pairs (an error naming both lines);
+2. resolves nested items (``PARENT/CHILD``, SPEC §2.3): an id is a child only when its prefix
+   before the last separator is itself an item of the same query in the qrels or the run;
+3. builds, per nesting level, the ranked lists: the run rows of each (sub-)query ordered by
+   score descending, ties broken by doc_id descending (trec_eval's rule), each row carrying
+   its judged relevance (maximum over assessors), plus the judged documents of each
+   (sub-)query sorted by relevance descending (for ideal rankings).
+
+Everything is computed for all queries at once with numpy/pyarrow array operations; there is
+no Python loop per query or per line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rankeval.errors import InputError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from rankeval.data import Qrels, Run
+
+__all__ = ["RankedLists", "Alignment", "segment_offsets"]
+
+
+def segment_offsets(index: np.ndarray, n: int) -> np.ndarray:
+    """Offsets (length *n* + 1) of the segments of a sorted segment-index array."""
+    out = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(index, minlength=n), out=out[1:])
+    return out
+
+
+@dataclass(eq=False)
+class RankedLists:
+    """Ranked run rows and judged documents of every query, as flat segment arrays.
+
+    Rows of the run are grouped by query (in :attr:`query_ids` order) and ranked within
+    each query. Queries are those of the qrels (at this nesting level); a query of the qrels
+    that the run does not retrieve has an empty segment.
+
+    Attributes:
+        query_ids: ``(Q,)`` query ids (sorted; ``qid/parent`` for nested sub-queries).
+        outer: ``(Q,)`` index of each query's top-level query (identity at level 1).
+        outer_ids: top-level query ids that :attr:`outer` indexes.
+        offsets: ``(Q+1,)`` start of each query's segment in the row arrays.
+        query: ``(n,)`` query index of each ranked row.
+        rank: ``(n,)`` 0-based rank of each row within its query.
+        relevance: ``(n,)`` judged relevance of each row (max over assessors), NaN if unjudged.
+        score: ``(n,)`` run score of each row.
+        rows: ``(n,)`` index of each row in ``run.table`` (file order), e.g. for attributes.
+        doc_ids: ``(n,)`` doc id of each ranked row (pyarrow array).
+        judged_offsets: ``(Q+1,)`` segments of the judged-document arrays.
+        judged_relevance: ``(m,)`` relevance of each judged document, descending per query.
+        judged_doc_ids: ``(m,)`` doc id of each judged document (pyarrow array).
+        retrieved: ``(Q,)`` whether the run has any row for the query.
+        run: the :class:`~rankeval.data.Run` the view was built from.
+        qrels: the :class:`~rankeval.data.Qrels` the view was built from.
+        level: nesting level (1 = top-level items).
+    """
+
+    query_ids: np.ndarray
+    outer: np.ndarray
+    outer_ids: np.ndarray
+    offsets: np.ndarray
+    query: np.ndarray
+    rank: np.ndarray
+    relevance: np.ndarray
+    score: np.ndarray
+    rows: np.ndarray
+    doc_ids: pa.Array
+    judged_offsets: np.ndarray
+    judged_relevance: np.ndarray
+    judged_doc_ids: pa.Array
+    retrieved: np.ndarray
+    run: Run
+    qrels: Qrels
+    level: int = 1
+    _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    # -- sizes ---------------------------------------------------------------
+    @property
+    def num_queries(self) -> int:
+        """Number of (sub-)queries."""
+        return len(self.query_ids)
+
+    @property
+    def counts(self) -> np.ndarray:
+        """``(Q,)`` number of ranked rows per query."""
+        return np.diff(self.offsets)
+
+    # -- segment helpers for measure kernels ----------------------------------
+    def sum(self, values: np.ndarray) -> np.ndarray:
+        """Per-query sum of a per-row array (``(n,)`` → ``(Q,)``)."""
+        return np.bincount(self.query, weights=values, minlength=self.num_queries)
+
+    def cumsum(self, values: np.ndarray) -> np.ndarray:
+        """Within-query inclusive cumulative sum of a per-row array."""
+        total = np.cumsum(values, dtype=np.float64)
+        before = np.concatenate(([0.0], total))[self.offsets[:-1]]
+        return total - before[self.query]
+
+    def is_relevant(self, rel: float = 1) -> np.ndarray:
+        """``(n,)`` bool: the row's judged relevance is at least *rel* (cached)."""
+        key = ("is_relevant", rel)
+        if key not in self._cache:
+            self._cache[key] = self.relevance >= rel
+        return self._cache[key]  # type: ignore[no-any-return]
+
+    def num_rel(self, rel: float = 1) -> np.ndarray:
+        """``(Q,)`` number of judged documents with relevance ≥ *rel* (cached)."""
+        key = ("num_rel", rel)
+        if key not in self._cache:
+            q = np.repeat(np.arange(self.num_queries), np.diff(self.judged_offsets))
+            self._cache[key] = np.bincount(
+                q, weights=self.judged_relevance >= rel, minlength=self.num_queries
+            )
+        return self._cache[key]  # type: ignore[no-any-return]
+
+    def first_rank(self, mask: np.ndarray) -> np.ndarray:
+        """``(Q,)`` 0-based rank of the first row where *mask* holds; -1 if none."""
+        out = np.full(self.num_queries, -1, dtype=np.int64)
+        hit = np.flatnonzero(mask)
+        q, first = np.unique(self.query[hit], return_index=True)
+        out[q] = self.rank[hit[first]]
+        return out
+
+    def judged_rank(self) -> np.ndarray:
+        """``(m,)`` 0-based position of each judged document in its query's ideal ranking."""
+        if "judged_rank" not in self._cache:
+            m = len(self.judged_relevance)
+            q = np.repeat(np.arange(self.num_queries), np.diff(self.judged_offsets))
+            self._cache["judged_rank"] = np.arange(m) - self.judged_offsets[q]
+            self._cache["judged_query"] = q
+        return self._cache["judged_rank"]  # type: ignore[no-any-return]
+
+    def judged_query(self) -> np.ndarray:
+        """``(m,)`` query index of each judged document."""
+        self.judged_rank()
+        return self._cache["judged_query"]  # type: ignore[no-any-return]
+
+
+# ---------------------------------------------------------------------------------------
+def _np(arr: Any) -> np.ndarray:
+    import pyarrow as pa
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    return arr.to_numpy(zero_copy_only=False)  # type: ignore[no-any-return]
+
+
+def _codes(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Dictionary codes of a (possibly dictionary-typed) string array and the values."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if not pa.types.is_dictionary(arr.type):
+        arr = pc.dictionary_encode(arr)
+    return _np(arr.indices).astype(np.int64), _np(arr.dictionary).astype(object)
+
+
+def _doc_key(doc: pa.Array) -> np.ndarray:
+    """A uint64 key per doc id: the number itself for short digit ids, else a hash."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(doc)
+    if n == 0:
+        return np.zeros(0, np.uint64)
+    lengths = _np(pc.utf8_length(doc))
+    if lengths.max() <= 18 and pc.all(pc.utf8_is_digit(doc)).as_py():
+        # leading zeros collide ('07' and '7'); collisions are verified on the strings
+        return _np(pc.cast(doc, pa.uint64())) * np.uint64(31) + lengths.astype(np.uint64)
+    if pa.types.is_large_string(doc.type):
+        doc = pc.cast(doc, pa.string())
+    buffers = doc.buffers()
+    offsets = np.frombuffer(buffers[1], np.int32)[doc.offset : doc.offset + n + 1].astype(np.int64)
+    data = np.frombuffer(buffers[2], np.uint8) if buffers[2] is not None else np.zeros(1, np.uint8)
+    size = np.diff(offsets)
+    h = np.full(n, 0xCBF29CE484222325, dtype=np.uint64)
+    last = max(len(data) - 1, 0)
+    prime = np.uint64(0x100000001B3)
+    for j in range(int(size.max())):
+        byte = data[np.minimum(offsets[:-1] + j, last)].astype(np.uint64)
+        h = np.where(size > j, (h ^ byte) * prime, h)
+    return h
+
+
+def _mix(q: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """Hash of (query code, doc key) pairs (splitmix64 finaliser)."""
+    with np.errstate(over="ignore"):
+        z = key ^ (q.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))  # type: ignore[no-any-return]
+
+
+def check_duplicates(run: Run) -> None:
+    """Raise :class:`InputError` if a (query_id, doc_id) pair occurs twice in *run*."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from rankeval import io
+
+    table = run.table
+    if table.num_rows < 2:
+        return
+    qcode, _ = _codes(table.column("query_id"))
+    doc = table.column("doc_id").combine_chunks()
+    pair = _mix(qcode, _doc_key(doc))
+    srt = np.sort(pair)
+    dup = srt[1:][srt[1:] == srt[:-1]]
+    if dup.size == 0:
+        return
+    rows = np.flatnonzero(np.isin(pair, dup))
+    sub = pa.table({"q": pa.array(qcode[rows]), "d": pc.take(doc, pa.array(rows)), "r": pa.array(rows)})
+    seen: dict[tuple[int, str], int] = {}
+    for q, d, r in zip(sub.column("q").to_pylist(), sub.column("d").to_pylist(), sub.column("r").to_pylist(), strict=True):
+        if (q, d) in seen:
+            first = seen[(q, d)]
+            qid = table.column("query_id")[r].as_py()
+            if run.source is not None:
+                (l1, _), (l2, text) = io.locate_lines(run.source, [first, r])
+                raise InputError(
+                    f"duplicate document {d!r} for query {qid!r} (first on line {l1}); "
+                    "trec_eval rejects duplicate docs too",
+                    source=io.source_name(run.source), line=l2, text=text,
+                )
+            raise InputError(
+                f"duplicate document {d!r} for query {qid!r} (rows {first + 1} and {r + 1})",
+                source=run.name,
+            )
+        seen[(q, d)] = r
+
+
+# ---------------------------------------------------------------------------------------
+@dataclass
+class _Items:
+    """Either side (qrels judgments or run rows) with nesting depth and grouping key."""
+
+    qid: pa.Array  # string
+    doc: pa.Array  # string
+    depth: np.ndarray | None  # None: no nesting anywhere
+    parent_doc: pa.Array | None
+
+
+class Alignment:
+    """The qrels and one run, aligned once; :meth:`view` gives the ranked lists per level.
+
+    Args:
+        qrels: the judgments.
+        run: the run.
+        nest_sep: nested-item separator (``None`` disables nesting).
+        max_docs: evaluate only the top *max_docs* rows of each query (trec_eval ``-M``).
+    """
+
+    def __init__(
+        self, qrels: Qrels, run: Run, nest_sep: str | None = "/", max_docs: int | None = None
+    ) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        self.qrels = qrels
+        self.run = run
+        self.max_docs = max_docs
+        self._views: dict[int, RankedLists] = {}
+        check_duplicates(run)
+
+        # judgments: max relevance over assessors per (query_id, doc_id)
+        qt = qrels.table
+        if qt.num_rows:
+            grouped = qt.group_by(["query_id", "doc_id"], use_threads=False).aggregate(
+                [("relevance", "max")]
+            )
+            self._j_qid = grouped.column("query_id").combine_chunks()
+            self._j_doc = grouped.column("doc_id").combine_chunks()
+            self._j_rel = _np(grouped.column("relevance_max")).astype(np.float64)
+        else:
+            self._j_qid = pa.array([], pa.string())
+            self._j_doc = pa.array([], pa.string())
+            self._j_rel = np.zeros(0)
+        rq = run.table.column("query_id").combine_chunks()
+        self._r_qid = rq.dictionary.take(rq.indices) if pa.types.is_dictionary(rq.type) else rq
+        self._r_qid_dict = rq
+        self._r_doc = run.table.column("doc_id").combine_chunks()
+        self._r_score = _np(run.table.column("score")).astype(np.float64, copy=False)
+
+        self.nested = False
+        if nest_sep:
+            has = pc.any(pc.match_substring(self._j_doc, nest_sep)).as_py() or pc.any(
+                pc.match_substring(self._r_doc, nest_sep)
+            ).as_py()
+            if has:
+                self._resolve_nesting(nest_sep)
+        self.sep = nest_sep or "/"
+
+    # -- nesting ----------------------------------------------------------------------
+    def _resolve_nesting(self, sep: str) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        qid = pa.concat_arrays([self._j_qid, pc.cast(self._r_qid, pa.string())])
+        doc = pa.concat_arrays([pc.cast(self._j_doc, pa.string()), pc.cast(self._r_doc, pa.string())])
+        key = pc.binary_join_element_wise(qid, doc, "\x1f")
+        parts = pc.split_pattern(doc, sep, max_splits=1, reverse=True)
+        has_sep = _np(pc.greater(pc.list_value_length(parts), 1))
+        prefix = pc.list_element(parts, 0)
+        prefix_key = pc.binary_join_element_wise(qid, prefix, "\x1f")
+        unique_keys = pc.unique(key)
+        parent = _np(pc.fill_null(pc.index_in(prefix_key, value_set=unique_keys), -1)).astype(np.int64)
+        parent[~has_sep] = -1
+        # depth of each unique item, by pointer jumping over parent links
+        item = _np(pc.index_in(key, value_set=unique_keys)).astype(np.int64)
+        u_parent = np.full(len(unique_keys), -1, dtype=np.int64)
+        u_parent[item] = parent
+        u_depth = np.zeros(len(unique_keys), dtype=np.int64)
+        cur = u_parent.copy()
+        while (cur >= 0).any():
+            on = cur >= 0
+            u_depth[on] += 1
+            cur[on] = u_parent[cur[on]]
+        depth = u_depth[item]
+        nj = len(self._j_qid)
+        self.nested = bool(depth.max() > 0)
+        self._j_depth, self._r_depth = depth[:nj], depth[nj:]
+        self._j_prefix = pc.if_else(pa.array(has_sep[:nj]), prefix[:nj], None) if nj else prefix[:0]
+        self._r_prefix = pc.if_else(pa.array(has_sep[nj:]), prefix[nj:], None)
+
+    # -- views -----------------------------------------------------------------------
+    def view(self, level: int = 1) -> RankedLists:
+        """Ranked lists of the items at nesting *level* (1 = top level; 2 = children
+        ranked within each parent, one sub-query ``qid/parent`` per parent)."""
+        if level not in self._views:
+            self._views[level] = self._build(level)
+        return self._views[level]
+
+    def _group(self, side: str, level: int) -> tuple[np.ndarray, pa.Array, pa.Array]:
+        """Rows of one side at *level*: (row indices, group key, outer query id)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        qid = self._j_qid if side == "j" else self._r_qid
+        if not self.nested:
+            if level != 1:
+                return np.zeros(0, np.int64), qid[:0], qid[:0]
+            return np.arange(len(qid)), qid, qid
+        depth = self._j_depth if side == "j" else self._r_depth
+        rows = np.flatnonzero(depth == level - 1)
+        take = pa.array(rows)
+        q = pc.take(pc.cast(qid, pa.string()), take)
+        if level == 1:
+            return rows, q, q
+        prefix = pc.take(self._j_prefix if side == "j" else self._r_prefix, take)
+        return rows, pc.binary_join_element_wise(q, prefix, "/"), q
+
+    def _build(self, level: int) -> RankedLists:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        # judged side
+        j_rows, j_group, j_outer = self._group("j", level)
+        if len(j_rows):
+            uniq = pc.unique(j_group)
+            order = pc.sort_indices(uniq)
+            query_ids_pa = uniq.take(order)
+        else:
+            query_ids_pa = pa.array([], pa.string())
+        nq = len(query_ids_pa)
+        query_ids = _np(query_ids_pa).astype(object)
+        jq = _np(pc.index_in(j_group, value_set=query_ids_pa)).astype(np.int64)
+        j_rel = self._j_rel[j_rows]
+        j_doc = pc.take(self._j_doc, pa.array(j_rows))
+        # judged docs sorted by query, then relevance descending
+        jorder = np.lexsort((-j_rel, jq))
+        judged_rel = j_rel[jorder]
+        judged_q = jq[jorder]
+        judged_doc = pc.take(j_doc, pa.array(jorder))
+        judged_offsets = segment_offsets(judged_q, nq)
+        # outer (top-level) query of each (sub-)query
+        if level == 1:
+            outer = np.arange(nq)
+            outer_ids = query_ids
+        else:
+            j_outer_sorted = pc.take(j_outer, pa.array(jorder))
+            first = judged_offsets[:-1]
+            outer_names = _np(pc.take(j_outer_sorted, pa.array(first))).astype(object) if nq else np.zeros(0, object)
+            outer_ids, outer = np.unique(outer_names, return_inverse=True) if nq else (outer_names, np.zeros(0, np.int64))
+            outer = np.asarray(outer, dtype=np.int64)
+
+        # run side
+        r_rows, r_group, _ = self._group("r", level)
+        if level == 1 and not self.nested and pa.types.is_dictionary(self._r_qid_dict.type):
+            dict_q = pc.fill_null(pc.index_in(self._r_qid_dict.dictionary, value_set=query_ids_pa), -1)
+            rq = _np(dict_q).astype(np.int64)[_np(self._r_qid_dict.indices)]
+        else:
+            rq = _np(pc.fill_null(pc.index_in(r_group, value_set=query_ids_pa), -1)).astype(np.int64)
+        keep = rq >= 0
+        if not keep.all():
+            r_rows = r_rows[keep]
+            rq = rq[keep]
+        score = self._r_score[r_rows] if len(r_rows) != len(self._r_score) else self._r_score
+        doc = self._r_doc if len(r_rows) == len(self._r_doc) else pc.take(self._r_doc, pa.array(r_rows))
+
+        # rank: query ascending, score descending, doc_id descending
+        order = None
+        if len(rq) > 1:
+            same = rq[1:] == rq[:-1]
+            if not (np.all(rq[1:] >= rq[:-1]) and np.all(~same | (score[1:] <= score[:-1]))):
+                order = np.lexsort((-score, rq))
+        if order is not None:
+            rq, score, r_rows = rq[order], score[order], r_rows[order]
+            doc = pc.take(doc, pa.array(order))
+        tie_fix = _tie_order(rq, score, doc)
+        if tie_fix is not None:
+            rq, score, r_rows = rq[tie_fix], score[tie_fix], r_rows[tie_fix]
+            doc = pc.take(doc, pa.array(tie_fix))
+        offsets = segment_offsets(rq, nq)
+        retrieved = np.diff(offsets) > 0
+        rank = np.arange(len(rq), dtype=np.int64) - offsets[:-1][rq]
+        if self.max_docs is not None:
+            top = rank < self.max_docs
+            if not top.all():
+                rq, score, r_rows, rank = rq[top], score[top], r_rows[top], rank[top]
+                doc = doc.filter(pa.array(top))
+                offsets = segment_offsets(rq, nq)
+
+        # relevance of each ranked row: look up (query, doc) among the judged docs
+        relevance = np.full(len(rq), np.nan)
+        if len(judged_rel) and len(rq):
+            jdocs = pc.unique(judged_doc)
+            r_d = _np(pc.fill_null(pc.index_in(doc, value_set=jdocs), -1)).astype(np.int64)
+            j_d = _np(pc.index_in(judged_doc, value_set=jdocs)).astype(np.int64)
+            nd = len(jdocs)
+            jkey = judged_q * nd + j_d
+            korder = np.argsort(jkey, kind="stable")
+            jkey_sorted = jkey[korder]
+            hit = np.flatnonzero(r_d >= 0)
+            rkey = rq[hit] * nd + r_d[hit]
+            pos = np.searchsorted(jkey_sorted, rkey)
+            pos_c = np.minimum(pos, len(jkey_sorted) - 1)
+            found = jkey_sorted[pos_c] == rkey
+            relevance[hit[found]] = judged_rel[korder[pos_c[found]]]
+
+        return RankedLists(
+            query_ids=query_ids,
+            outer=outer,
+            outer_ids=np.asarray(outer_ids, dtype=object),
+            offsets=offsets,
+            query=rq,
+            rank=rank,
+            relevance=relevance,
+            score=score,
+            rows=r_rows,
+            doc_ids=doc,
+            judged_offsets=judged_offsets,
+            judged_relevance=judged_rel,
+            judged_doc_ids=judged_doc,
+            retrieved=retrieved,
+            run=self.run,
+            qrels=self.qrels,
+            level=level,
+        )
+
+
+def _tie_order(rq: np.ndarray, score: np.ndarray, doc: pa.Array) -> np.ndarray | None:
+    """Permutation that sorts equal-score runs within a query by doc_id descending."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(rq) < 2:
+        return None
+    tie = (rq[1:] == rq[:-1]) & (score[1:] == score[:-1])
+    if not tie.any():
+        return None
+    label = np.concatenate(([0], np.cumsum(~tie)))
+    in_tie = np.zeros(len(rq), dtype=bool)
+    in_tie[1:] |= tie
+    in_tie[:-1] |= tie
+    pos = np.flatnonzero(in_tie)
+    sub = pa.table({"label": pa.array(label[pos]), "doc": pc.take(doc, pa.array(pos))})
+    perm = _np(pc.sort_indices(sub, sort_keys=[("label", "ascending"), ("doc", "descending")]))
+    out = np.arange(len(rq))
+    out[pos] = pos[perm]
+    return out
