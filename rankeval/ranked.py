@@ -33,6 +33,16 @@ if TYPE_CHECKING:
 __all__ = ["RankedLists", "Alignment", "segment_offsets"]
 
 
+def _blocks(rq: np.ndarray, nq: int) -> tuple[np.ndarray, np.ndarray]:
+    """Start and length of each query's contiguous block of rows (start 0 when empty)."""
+    counts = np.bincount(rq, minlength=nq)
+    starts = np.zeros(nq, dtype=np.int64)
+    if len(rq):
+        first = np.concatenate(([0], np.flatnonzero(rq[1:] != rq[:-1]) + 1))
+        starts[rq[first]] = first
+    return starts, counts
+
+
 def segment_offsets(index: np.ndarray, n: int) -> np.ndarray:
     """Offsets (length *n* + 1) of the segments of a sorted segment-index array."""
     out = np.zeros(n + 1, dtype=np.int64)
@@ -44,7 +54,7 @@ def segment_offsets(index: np.ndarray, n: int) -> np.ndarray:
 class RankedLists:
     """Ranked run rows and judged documents of every query, as flat segment arrays.
 
-    Rows of the run are grouped by query (in :attr:`query_ids` order) and ranked within
+    Rows of the run are grouped by query (one contiguous block per query) and ranked within
     each query. Queries are those of the qrels (at this nesting level); a query of the qrels
     that the run does not retrieve has an empty segment.
 
@@ -52,13 +62,15 @@ class RankedLists:
         query_ids: ``(Q,)`` query ids (sorted; ``qid/parent`` for nested sub-queries).
         outer: ``(Q,)`` index of each query's top-level query (identity at level 1).
         outer_ids: top-level query ids that :attr:`outer` indexes.
-        offsets: ``(Q+1,)`` start of each query's segment in the row arrays.
+        starts: ``(Q,)`` index of each query's first row (its rows are contiguous; the
+            blocks of different queries may come in any order).
+        counts: ``(Q,)`` number of ranked rows of each query.
         query: ``(n,)`` query index of each ranked row.
         rank: ``(n,)`` 0-based rank of each row within its query.
         relevance: ``(n,)`` judged relevance of each row (max over assessors), NaN if unjudged.
         score: ``(n,)`` run score of each row.
         rows: ``(n,)`` index of each row in ``run.table`` (file order), e.g. for attributes.
-        doc_ids: ``(n,)`` doc id of each ranked row (pyarrow array).
+        run_doc_ids: doc ids of the run in file order (index with :attr:`rows`).
         judged_offsets: ``(Q+1,)`` segments of the judged-document arrays.
         judged_relevance: ``(m,)`` relevance of each judged document, descending per query.
         judged_doc_ids: ``(m,)`` doc id of each judged document (pyarrow array).
@@ -71,13 +83,14 @@ class RankedLists:
     query_ids: np.ndarray
     outer: np.ndarray
     outer_ids: np.ndarray
-    offsets: np.ndarray
+    starts: np.ndarray
+    counts: np.ndarray
     query: np.ndarray
     rank: np.ndarray
     relevance: np.ndarray
     score: np.ndarray
     rows: np.ndarray
-    doc_ids: pa.Array
+    run_doc_ids: pa.Array
     judged_offsets: np.ndarray
     judged_relevance: np.ndarray
     judged_doc_ids: pa.Array
@@ -94,20 +107,77 @@ class RankedLists:
         return len(self.query_ids)
 
     @property
-    def counts(self) -> np.ndarray:
-        """``(Q,)`` number of ranked rows per query."""
-        return np.diff(self.offsets)
+    def doc_ids(self) -> pa.Array:
+        """``(n,)`` doc id of each ranked row (pyarrow string array)."""
+        if "doc_ids" not in self._cache:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            self._cache["doc_ids"] = pc.take(self.run_doc_ids, pa.array(self.rows))
+        return self._cache["doc_ids"]
 
     # -- segment helpers for measure kernels ----------------------------------
+    def _blocks_in_order(self) -> tuple[np.ndarray, np.ndarray]:
+        if "blocks" not in self._cache:
+            nonempty = np.flatnonzero(self.counts > 0)
+            order = np.argsort(self.starts[nonempty], kind="stable")
+            q = nonempty[order]
+            self._cache["blocks"] = (q, self.starts[q])
+        return self._cache["blocks"]  # type: ignore[no-any-return]
+
     def sum(self, values: np.ndarray) -> np.ndarray:
         """Per-query sum of a per-row array (``(n,)`` → ``(Q,)``)."""
-        return np.bincount(self.query, weights=values, minlength=self.num_queries)
+        out = np.zeros(self.num_queries)
+        if len(values):
+            q, starts = self._blocks_in_order()
+            out[q] = np.add.reduceat(values, starts, dtype=np.float64)
+        return out
 
     def cumsum(self, values: np.ndarray) -> np.ndarray:
-        """Within-query inclusive cumulative sum of a per-row array."""
+        """Within-query inclusive cumulative sum of a per-row array.
+
+        Computed as a global cumulative sum minus the sum before each query's block, so
+        for float (non-integer) values the rounding error is relative to the global total.
+        """
         total = np.cumsum(values, dtype=np.float64)
-        before = np.concatenate(([0.0], total))[self.offsets[:-1]]
-        return total - before[self.query]
+        base = np.zeros(self.num_queries)
+        later = self.starts > 0
+        base[later] = total[self.starts[later] - 1]
+        return total - base[self.query]  # type: ignore[no-any-return]
+
+    def judged_rows(self) -> np.ndarray:
+        """Indices of the ranked rows that are judged (in row order; cached)."""
+        if "judged_rows" not in self._cache:
+            self._cache["judged_rows"] = np.flatnonzero(~np.isnan(self.relevance))
+        return self._cache["judged_rows"]  # type: ignore[no-any-return]
+
+    def relevant_rows(self, rel: float = 1) -> np.ndarray:
+        """Indices of the ranked rows with relevance ≥ *rel* (in row order; cached).
+
+        Measures that only depend on where the relevant documents are ranked work on these
+        few rows instead of all retrieved rows.
+        """
+        key = ("relevant_rows", rel)
+        if key not in self._cache:
+            rows = self.judged_rows()
+            self._cache[key] = rows[self.relevance[rows] >= rel]
+        return self._cache[key]  # type: ignore[no-any-return]
+
+    def nth(self, rows: np.ndarray) -> np.ndarray:
+        """0-based position of each of *rows* among the *rows* of the same query.
+
+        *rows* must be in row order (as :meth:`relevant_rows` returns them).
+        """
+        q = self.query[rows]
+        if len(q) == 0:
+            return np.zeros(0, dtype=np.int64)
+        first = np.concatenate(([0], np.flatnonzero(q[1:] != q[:-1]) + 1))
+        start = np.repeat(first, np.diff(np.concatenate((first, [len(q)]))))
+        return np.arange(len(q)) - start
+
+    def query_sum(self, rows: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        """``(Q,)`` per-query sum of *weights* over *rows* (count of rows if no weights)."""
+        return np.bincount(self.query[rows], weights=weights, minlength=self.num_queries).astype(np.float64)
 
     def is_relevant(self, rel: float = 1) -> np.ndarray:
         """``(n,)`` bool: the row's judged relevance is at least *rel* (cached)."""
@@ -120,18 +190,19 @@ class RankedLists:
         """``(Q,)`` number of judged documents with relevance ≥ *rel* (cached)."""
         key = ("num_rel", rel)
         if key not in self._cache:
-            q = np.repeat(np.arange(self.num_queries), np.diff(self.judged_offsets))
             self._cache[key] = np.bincount(
-                q, weights=self.judged_relevance >= rel, minlength=self.num_queries
+                self.judged_query(), weights=self.judged_relevance >= rel, minlength=self.num_queries
             )
         return self._cache[key]  # type: ignore[no-any-return]
 
-    def first_rank(self, mask: np.ndarray) -> np.ndarray:
-        """``(Q,)`` 0-based rank of the first row where *mask* holds; -1 if none."""
+    def first_rank(self, rows: np.ndarray) -> np.ndarray:
+        """``(Q,)`` 0-based rank of the first of *rows* (row indices in row order, or a
+        boolean mask over rows) in each query; -1 if the query has none."""
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
         out = np.full(self.num_queries, -1, dtype=np.int64)
-        hit = np.flatnonzero(mask)
-        q, first = np.unique(self.query[hit], return_index=True)
-        out[q] = self.rank[hit[first]]
+        q, first = np.unique(self.query[rows], return_index=True)
+        out[q] = self.rank[rows[first]]
         return out
 
     def judged_rank(self) -> np.ndarray:
@@ -171,17 +242,18 @@ def _codes(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _doc_key(doc: pa.Array) -> np.ndarray:
-    """A uint64 key per doc id: the number itself for short digit ids, else a hash."""
+    """A uint64 key per doc id: the number itself for digit ids, else an FNV-1a hash."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     n = len(doc)
     if n == 0:
         return np.zeros(0, np.uint64)
-    lengths = _np(pc.utf8_length(doc))
-    if lengths.max() <= 18 and pc.all(pc.utf8_is_digit(doc)).as_py():
-        # leading zeros collide ('07' and '7'); collisions are verified on the strings
-        return _np(pc.cast(doc, pa.uint64())) * np.uint64(31) + lengths.astype(np.uint64)
+    try:  # digit ids (MS MARCO style): the number is the key; '07' and '7' collide and
+        # collisions are verified on the strings by the caller
+        return _np(pc.cast(doc, pa.uint64()))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
     if pa.types.is_large_string(doc.type):
         doc = pc.cast(doc, pa.string())
     buffers = doc.buffers()
@@ -198,12 +270,10 @@ def _doc_key(doc: pa.Array) -> np.ndarray:
 
 
 def _mix(q: np.ndarray, key: np.ndarray) -> np.ndarray:
-    """Hash of (query code, doc key) pairs (splitmix64 finaliser)."""
+    """A uint64 key per (query code, doc key) pair."""
     with np.errstate(over="ignore"):
-        z = key ^ (q.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return z ^ (z >> np.uint64(31))  # type: ignore[no-any-return]
+        # equal pairs give equal values; rare collisions of unequal pairs are verified later
+        return key * np.uint64(0x9E3779B97F4A7C15) + q.astype(np.uint64)  # type: ignore[no-any-return]
 
 
 def check_duplicates(run: Run) -> None:
@@ -291,7 +361,6 @@ class Alignment:
             self._j_doc = pa.array([], pa.string())
             self._j_rel = np.zeros(0)
         rq = run.table.column("query_id").combine_chunks()
-        self._r_qid = rq.dictionary.take(rq.indices) if pa.types.is_dictionary(rq.type) else rq
         self._r_qid_dict = rq
         self._r_doc = run.table.column("doc_id").combine_chunks()
         self._r_score = _np(run.table.column("score")).astype(np.float64, copy=False)
@@ -304,6 +373,14 @@ class Alignment:
             if has:
                 self._resolve_nesting(nest_sep)
         self.sep = nest_sep or "/"
+
+    @property
+    def _r_qid(self) -> pa.Array:
+        """Run query ids as a plain string array (only needed with nesting)."""
+        import pyarrow as pa
+
+        rq = self._r_qid_dict
+        return rq.dictionary.take(rq.indices) if pa.types.is_dictionary(rq.type) else rq
 
     # -- nesting ----------------------------------------------------------------------
     def _resolve_nesting(self, sep: str) -> None:
@@ -411,58 +488,39 @@ class Alignment:
             rq = rq[keep]
         score = self._r_score[r_rows] if len(r_rows) != len(self._r_score) else self._r_score
         doc = self._r_doc if len(r_rows) == len(self._r_doc) else pc.take(self._r_doc, pa.array(r_rows))
+        relevance = _lookup(rq, doc, judged_q, judged_doc, judged_rel)
 
         # rank: query ascending, score descending, doc_id descending
-        order = None
-        if len(rq) > 1:
-            same = rq[1:] == rq[:-1]
-            if not (np.all(rq[1:] >= rq[:-1]) and np.all(~same | (score[1:] <= score[:-1]))):
-                order = np.lexsort((-score, rq))
+        order = _rank_order(rq, score)
         if order is not None:
-            rq, score, r_rows = rq[order], score[order], r_rows[order]
-            doc = pc.take(doc, pa.array(order))
-        tie_fix = _tie_order(rq, score, doc)
-        if tie_fix is not None:
-            rq, score, r_rows = rq[tie_fix], score[tie_fix], r_rows[tie_fix]
-            doc = pc.take(doc, pa.array(tie_fix))
-        offsets = segment_offsets(rq, nq)
-        retrieved = np.diff(offsets) > 0
-        rank = np.arange(len(rq), dtype=np.int64) - offsets[:-1][rq]
+            rq, score, r_rows, relevance = rq[order], score[order], r_rows[order], relevance[order]
+        # each query's rows are now one contiguous block (blocks in any query order)
+        tie = _tie_order(rq, score, self._r_doc, r_rows)
+        if tie is not None:
+            pos, perm = tie  # equal scores within a query: only rows and relevance move
+            r_rows[pos] = r_rows[pos[perm]]
+            relevance[pos] = relevance[pos[perm]]
+        starts, counts = _blocks(rq, nq)
+        retrieved = counts > 0
+        rank = np.arange(len(rq), dtype=np.int64) - starts[rq]
         if self.max_docs is not None:
             top = rank < self.max_docs
             if not top.all():
-                rq, score, r_rows, rank = rq[top], score[top], r_rows[top], rank[top]
-                doc = doc.filter(pa.array(top))
-                offsets = segment_offsets(rq, nq)
-
-        # relevance of each ranked row: look up (query, doc) among the judged docs
-        relevance = np.full(len(rq), np.nan)
-        if len(judged_rel) and len(rq):
-            jdocs = pc.unique(judged_doc)
-            r_d = _np(pc.fill_null(pc.index_in(doc, value_set=jdocs), -1)).astype(np.int64)
-            j_d = _np(pc.index_in(judged_doc, value_set=jdocs)).astype(np.int64)
-            nd = len(jdocs)
-            jkey = judged_q * nd + j_d
-            korder = np.argsort(jkey, kind="stable")
-            jkey_sorted = jkey[korder]
-            hit = np.flatnonzero(r_d >= 0)
-            rkey = rq[hit] * nd + r_d[hit]
-            pos = np.searchsorted(jkey_sorted, rkey)
-            pos_c = np.minimum(pos, len(jkey_sorted) - 1)
-            found = jkey_sorted[pos_c] == rkey
-            relevance[hit[found]] = judged_rel[korder[pos_c[found]]]
+                rq, score, r_rows, rank, relevance = rq[top], score[top], r_rows[top], rank[top], relevance[top]
+                starts, counts = _blocks(rq, nq)
 
         return RankedLists(
             query_ids=query_ids,
             outer=outer,
             outer_ids=np.asarray(outer_ids, dtype=object),
-            offsets=offsets,
+            starts=starts,
+            counts=counts,
             query=rq,
             rank=rank,
             relevance=relevance,
             score=score,
             rows=r_rows,
-            doc_ids=doc,
+            run_doc_ids=self._r_doc,
             judged_offsets=judged_offsets,
             judged_relevance=judged_rel,
             judged_doc_ids=judged_doc,
@@ -473,23 +531,65 @@ class Alignment:
         )
 
 
-def _tie_order(rq: np.ndarray, score: np.ndarray, doc: pa.Array) -> np.ndarray | None:
-    """Permutation that sorts equal-score runs within a query by doc_id descending."""
+def _rank_order(rq: np.ndarray, score: np.ndarray) -> np.ndarray | None:
+    """Permutation ordering rows by query, then score descending; ``None`` if already so.
+
+    Runs are usually written query by query, each sorted by score: then only whole query
+    blocks move (no sort of the rows).
+    """
+    n = len(rq)
+    if n < 2:
+        return None
+    same = rq[1:] == rq[:-1]
+    starts = np.concatenate(([0], np.flatnonzero(~same) + 1))
+    block_q = rq[starts]
+    in_order = bool(np.all(~same | (score[1:] <= score[:-1])))
+    if in_order and len(np.unique(block_q)) == len(block_q):
+        return None  # blocks in another query order: fine, RankedLists allows that
+    by_score = np.argsort(-score, kind="stable")
+    return by_score[np.argsort(rq[by_score], kind="stable")]  # type: ignore[no-any-return]
+
+
+def _lookup(
+    rq: np.ndarray, doc: pa.Array, judged_q: np.ndarray, judged_doc: pa.Array, judged_rel: np.ndarray
+) -> np.ndarray:
+    """Judged relevance of each run row (NaN where the (query, doc) pair is not judged)."""
+    import pyarrow.compute as pc
+
+    relevance = np.full(len(rq), np.nan)
+    if len(judged_rel) == 0 or len(rq) == 0:
+        return relevance
+    jdocs = pc.unique(judged_doc)
+    r_d = _np(pc.fill_null(pc.index_in(doc, value_set=jdocs), -1)).astype(np.int64)
+    j_d = _np(pc.index_in(judged_doc, value_set=jdocs)).astype(np.int64)
+    nd = len(jdocs)
+    jkey = judged_q * nd + j_d
+    korder = np.argsort(jkey, kind="stable")
+    jkey_sorted = jkey[korder]
+    hit = np.flatnonzero(r_d >= 0)
+    rkey = rq[hit] * nd + r_d[hit]
+    pos = np.minimum(np.searchsorted(jkey_sorted, rkey), len(jkey_sorted) - 1)
+    found = jkey_sorted[pos] == rkey
+    relevance[hit[found]] = judged_rel[korder[pos[found]]]
+    return relevance
+
+
+def _tie_order(
+    rq: np.ndarray, score: np.ndarray, doc: pa.Array, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Rows in runs of equal scores within a query, and the permutation of them that puts
+    each run in doc_id descending order (trec_eval's tie rule); ``None`` without ties."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if len(rq) < 2:
         return None
-    tie = (rq[1:] == rq[:-1]) & (score[1:] == score[:-1])
-    if not tie.any():
+    tie = np.flatnonzero((score[1:] == score[:-1]) & (rq[1:] == rq[:-1]))
+    if tie.size == 0:
         return None
-    label = np.concatenate(([0], np.cumsum(~tie)))
-    in_tie = np.zeros(len(rq), dtype=bool)
-    in_tie[1:] |= tie
-    in_tie[:-1] |= tie
-    pos = np.flatnonzero(in_tie)
-    sub = pa.table({"label": pa.array(label[pos]), "doc": pc.take(doc, pa.array(pos))})
+    pos = np.union1d(tie, tie + 1)
+    tied_with_prev = np.isin(pos - 1, tie)
+    label = np.cumsum(~tied_with_prev)
+    sub = pa.table({"label": pa.array(label), "doc": pc.take(doc, pa.array(rows[pos]))})
     perm = _np(pc.sort_indices(sub, sort_keys=[("label", "ascending"), ("doc", "descending")]))
-    out = np.arange(len(rq))
-    out[pos] = pos[perm]
-    return out
+    return pos, perm

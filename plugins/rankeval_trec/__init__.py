@@ -34,8 +34,20 @@ def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
-def _top(data: RankedLists, k: int | None) -> np.ndarray | bool:
-    return True if k is None else data.rank < k
+def _found(data: RankedLists, rel: int, k: int | None) -> np.ndarray:
+    """Per query: relevant documents retrieved (within the top *k*)."""
+    rows = data.relevant_rows(rel)
+    return data.query_sum(rows, None if k is None else data.rank[rows] < k)
+
+
+def _within_cumsum(q: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Inclusive cumulative sum of *values* within runs of equal *q* (rows in row order)."""
+    total = np.cumsum(values, dtype=np.float64)
+    if len(q) == 0:
+        return total
+    first = np.concatenate(([0], np.flatnonzero(q[1:] != q[:-1]) + 1))
+    before = np.concatenate(([0.0], total))[first]
+    return total - np.repeat(before, np.diff(np.concatenate((first, [len(q)]))))
 
 
 def _check_cutoff(k: int | None) -> None:
@@ -70,9 +82,12 @@ class AP(_Flat):
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
-        hit = data.is_relevant(self.rel)
-        prec = data.cumsum(hit) / (data.rank + 1)
-        return _safe_div(data.sum(prec * (hit & _top(data, self.k))), data.num_rel(self.rel))
+        rows = data.relevant_rows(self.rel)
+        rank = data.rank[rows]
+        precision = (data.nth(rows) + 1.0) / (rank + 1.0)  # precision at each relevant row
+        if self.k is not None:
+            precision = precision * (rank < self.k)
+        return _safe_div(data.query_sum(rows, precision), data.num_rel(self.rel))
 
 
 @dataclass(frozen=True)
@@ -91,8 +106,12 @@ class NDCG(_Flat):
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
-        gain = np.where(data.relevance > 0, data.relevance, 0.0)
-        dcg = data.sum(gain * _top(data, self.k) / np.log2(data.rank + 2.0))
+        rows = data.relevant_rows(np.nextafter(0, 1))  # gain = grade for grades > 0
+        rank = data.rank[rows]
+        discounted = data.relevance[rows] / np.log2(rank + 2.0)
+        if self.k is not None:
+            discounted = discounted * (rank < self.k)
+        dcg = data.query_sum(rows, discounted)
         jrank = data.judged_rank()
         jgain = np.where(data.judged_relevance > 0, data.judged_relevance, 0.0)
         if self.k is not None:
@@ -119,7 +138,7 @@ class P(_Flat):
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
-        found = data.sum(data.is_relevant(self.rel) & _top(data, self.k))
+        found = _found(data, self.rel, self.k)
         if self.k is None:
             return _safe_div(found, data.counts.astype(float))
         return found / self.k
@@ -142,8 +161,7 @@ class R(_Flat):
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
-        found = data.sum(data.is_relevant(self.rel) & _top(data, self.k))
-        return _safe_div(found, data.num_rel(self.rel))
+        return _safe_div(_found(data, self.rel, self.k), data.num_rel(self.rel))
 
 
 @dataclass(frozen=True)
@@ -162,8 +180,10 @@ class RR(_Flat):
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
-        first = data.first_rank(data.is_relevant(self.rel) & _top(data, self.k))
-        return np.where(first >= 0, 1.0 / (first + 1.0), 0.0)
+        first = data.first_rank(data.relevant_rows(self.rel))
+        if self.k is not None:
+            first[first >= self.k] = -1
+        return _safe_div(np.ones(len(first)), np.where(first >= 0, first + 1.0, 0.0))
 
 
 @dataclass(frozen=True)
@@ -179,7 +199,8 @@ class Rprec(_Flat):
 
     def compute(self, data: RankedLists) -> np.ndarray:
         num_rel = data.num_rel(self.rel)
-        found = data.sum(data.is_relevant(self.rel) & (data.rank < num_rel[data.query]))
+        rows = data.relevant_rows(self.rel)
+        found = data.query_sum(rows, data.rank[rows] < num_rel[data.query[rows]])
         return _safe_div(found, num_rel)
 
 
@@ -198,18 +219,23 @@ class Bpref(_Flat):
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
-        hit = data.is_relevant(self.rel)
-        nonrel = (data.relevance >= 0) & (data.relevance < self.rel)
-        nonrel_above = data.cumsum(nonrel) - nonrel
+        # only judged rows matter: count judged non-relevant rows ranked above each relevant one
+        rows = data.judged_rows()
+        rel = data.relevance[rows]
+        nonrel = (rel >= 0) & (rel < self.rel)
+        hit = rel >= self.rel
+        q = data.query[rows]
+        nonrel_above = _within_cumsum(q, nonrel) - nonrel
         num_rel = data.num_rel(self.rel)
-        jq = data.judged_query()
         jrel = data.judged_relevance
-        num_nonrel = np.bincount(jq, weights=(jrel >= 0) & (jrel < self.rel), minlength=data.num_queries)
-        denom = np.minimum(num_nonrel, num_rel)[data.query]
-        penalty = np.zeros(len(hit))
-        np.divide(np.minimum(nonrel_above, num_rel[data.query]), denom, out=penalty, where=denom > 0)
+        num_nonrel = np.bincount(
+            data.judged_query(), weights=(jrel >= 0) & (jrel < self.rel), minlength=data.num_queries
+        )
+        denom = np.minimum(num_nonrel, num_rel)[q]
+        penalty = np.zeros(len(rows))
+        np.divide(np.minimum(nonrel_above, num_rel[q]), denom, out=penalty, where=denom > 0)
         contrib = np.where(nonrel_above > 0, 1.0 - penalty, 1.0)
-        return _safe_div(data.sum(contrib * hit), num_rel)
+        return _safe_div(data.query_sum(rows, contrib * hit), num_rel)
 
 
 @dataclass(frozen=True)
@@ -227,7 +253,7 @@ class Success(_Flat):
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
-        return (data.sum(data.is_relevant(self.rel) & _top(data, self.k)) > 0).astype(float)
+        return (_found(data, self.rel, self.k) > 0).astype(float)
 
 
 @dataclass(frozen=True)
@@ -277,7 +303,7 @@ class NumRelRet(_Flat):
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
-        return data.sum(data.is_relevant(self.rel))
+        return _found(data, self.rel, None)
 
 
 @dataclass(frozen=True)
@@ -294,7 +320,8 @@ class Judged(_Flat):
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
-        judged = data.sum(~np.isnan(data.relevance) & _top(data, self.k))
+        rows = data.judged_rows()
+        judged = data.query_sum(rows, None if self.k is None else data.rank[rows] < self.k)
         shown = data.counts if self.k is None else np.minimum(data.counts, self.k)
         return _safe_div(judged, shown.astype(float))
 

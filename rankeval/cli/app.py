@@ -1,0 +1,160 @@
+"""Typer application: commands ``evaluate`` (default), ``measures``, ``plugins``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from rankeval.errors import RankevalError, UsageError
+
+FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex")
+
+
+class _DefaultGroup(TyperGroup):
+    """A group whose first argument, when it is not a command name, starts ``evaluate``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            args = ["evaluate", *args]
+        return super().parse_args(ctx, args)
+
+
+app = typer.Typer(
+    cls=_DefaultGroup,
+    add_completion=False,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help="trec_eval-style evaluation of ranked retrieval.\n\n"
+    "rankeval QRELS RUN [RUN ...] -m SPEC [-m SPEC ...]   (the default command: evaluate)",
+)
+
+
+def _fail(exc: RankevalError) -> None:
+    typer.echo(f"rankeval: error: {exc}", err=True)
+    raise typer.Exit(exc.exit_code)
+
+
+def _split_p(values: list[str]) -> tuple[int | None, list[str], list[str]]:
+    """``-p`` takes a number of decimals or a plugin module (``no:name`` blocks one)."""
+    precision: int | None = None
+    plugins: list[str] = []
+    blocked: list[str] = []
+    for v in values:
+        if v.isdigit():
+            precision = int(v)
+        elif v.startswith("no:"):
+            blocked.append(v[3:])
+        else:
+            plugins.append(v)
+    return precision, plugins, blocked
+
+
+def _registry(plugin_opts: list[str]) -> Any:
+    from rankeval.plugins import load_registry
+
+    _, plugins, blocked = _split_p(plugin_opts)
+    registry = load_registry(plugins, blocked=blocked)
+    for name, why in registry.failures.items():
+        typer.echo(f"rankeval: warning: plugin {name!r} {why}", err=True)
+    return registry
+
+
+@app.command("evaluate")
+def evaluate_cmd(
+    qrels: Annotated[str, typer.Argument(help="Qrels file ('-' = stdin; .gz/.bz2/.xz; or an ir_datasets id).")],
+    runs: Annotated[list[str], typer.Argument(help="One or more run files.")],
+    measure: Annotated[
+        list[str], typer.Option("-m", "--measure", help="Measure spec(s), e.g. nDCG@10, 'AP(rel=2)'; several per -m allowed.")
+    ] = [],  # noqa: B006 - typer needs a list default
+    per_query: Annotated[bool, typer.Option("-q", "--per-query", help="Also print per-query values.")] = False,
+    fmt: Annotated[str, typer.Option("-f", "--format", help=f"Output format: {'|'.join(FORMATS)}.")] = "trec",
+    p: Annotated[
+        list[str],
+        typer.Option("-p", help="A number: decimals to print (default 4 in trec format). "
+                     "Otherwise a plugin module to load ('no:NAME' blocks a plugin)."),
+    ] = [],  # noqa: B006
+    precision: Annotated[int | None, typer.Option("--precision", help="Decimals to print.")] = None,
+    plugin: Annotated[list[str], typer.Option("--plugin", help="Plugin module to load.")] = [],  # noqa: B006
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write results to FILE (atomically).")] = None,
+    no_missing_zero: Annotated[
+        bool, typer.Option("--no-missing-zero", help="Average only over queries in both qrels and run (trec_eval without -c).")
+    ] = False,
+    max_docs: Annotated[int | None, typer.Option("-M", "--max-docs", help="Evaluate only the top N documents of each query (trec_eval -M).")] = None,
+    nest_sep: Annotated[str, typer.Option("--nest-sep", help="Nested-item separator; 'none' disables nesting.")] = "/",
+) -> None:
+    """Score runs against qrels (the default command)."""
+    from rankeval.report import format_results, write_atomic
+
+    try:
+        if fmt not in FORMATS:
+            raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+        if not measure:
+            raise UsageError("no measure given; use -m SPEC (e.g. -m AP -m nDCG@10); `rankeval measures` lists them")
+        digits, _, _ = _split_p(p)
+        digits = precision if precision is not None else digits
+        registry = _registry([*p, *plugin])
+        measures = [m for spec in measure for m in registry.parse_many(spec)]
+        from rankeval.data import Qrels, Run
+        from rankeval.engine import as_runs, evaluate
+
+        qrels_obj = Qrels.read(qrels)
+        run_objs = as_runs([Run.read(r) for r in runs])
+        frame = evaluate(
+            qrels_obj, run_objs, measures,
+            missing_zero=not no_missing_zero,
+            nest_sep=None if nest_sep.lower() == "none" else nest_sep,
+            max_docs=max_docs,
+            registry=registry,
+        )
+        text = format_results(frame, fmt, per_query=per_query, precision=digits)
+        if output is not None:
+            write_atomic(output, text)
+        else:
+            sys.stdout.write(text)
+    except RankevalError as exc:
+        _fail(exc)
+
+
+@app.command("measures")
+def measures_cmd(
+    p: Annotated[list[str], typer.Option("-p", "--plugin", help="Extra plugin module to load.")] = [],  # noqa: B006
+) -> None:
+    """List every measure: name, parameters (type, default), description, source, plugin."""
+    try:
+        registry = _registry(p)
+    except RankevalError as exc:
+        _fail(exc)
+    for entry in registry:
+        cls = entry.cls
+        at = f"@{cls.at}" if cls.at else ""
+        typer.echo(f"{cls.name}{at}  [plugin: {entry.plugin}]")
+        typer.echo(f"    {cls.description}")
+        for info in cls.params():
+            typer.echo(f"    {info.name}: {info.type_name} = {info.default}  — {info.help}")
+        aliases = [*cls.aliases, *(f"{x}.N" for x in cls.trec_prefixes)]
+        if aliases:
+            typer.echo(f"    aliases: {', '.join(aliases)}")
+        typer.echo(f"    source: {cls.source}")
+    typer.echo("Any other ir_measures name (ERR@10, RBP(p=0.8), infAP, ...) is computed by ir_measures.")
+
+
+@app.command("plugins")
+def plugins_cmd(
+    p: Annotated[list[str], typer.Option("-p", "--plugin", help="Extra plugin module to load.")] = [],  # noqa: B006
+) -> None:
+    """List loaded plugins, where they came from, their measures, and broken plugins."""
+    try:
+        registry = _registry(p)
+    except RankevalError as exc:
+        _fail(exc)
+    for name, origin in registry.plugins.items():
+        names = sorted(e.cls.name for e in registry.measures.values() if e.plugin == name)
+        extra = "" if names else " (resolves other measure names)"
+        typer.echo(f"{name}\t{origin}\t{', '.join(names)}{extra}")
+    for name, why in registry.failures.items():
+        typer.echo(f"{name}\tBROKEN\t{why}")

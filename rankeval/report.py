@@ -1,0 +1,154 @@
+"""Formatting of result tables: trec, tsv, csv, json, jsonl, markdown, latex; atomic writes."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rankeval.errors import UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["FORMATS", "format_results", "write_atomic"]
+
+FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex")
+ALL = "all"
+_TEX = str.maketrans(
+    {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
+     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+)
+
+
+def _value(v: float, integer: bool, precision: int | None) -> str:
+    if math.isnan(v):
+        return "nan"
+    if integer and float(v).is_integer():
+        return str(int(v))
+    if precision is None:
+        return repr(float(v))
+    return f"{v:.{precision}f}"
+
+
+def _ordered(frame: pd.DataFrame, per_query: bool) -> pd.DataFrame:
+    """Rows in trec_eval's order: per run, queries sorted (``all`` last), measures as given."""
+    import pandas as pd
+
+    if not per_query:
+        frame = frame[frame["query_id"] == ALL]
+    measures = list(dict.fromkeys(frame["measure"]))
+    runs = list(dict.fromkeys(frame["run"]))
+    key = pd.DataFrame(
+        {
+            "r": frame["run"].map({r: i for i, r in enumerate(runs)}),
+            "a": (frame["query_id"] == ALL).astype(int),
+            "q": frame["query_id"],
+            "m": frame["measure"].map({m: i for i, m in enumerate(measures)}),
+        },
+        index=frame.index,
+    )
+    return frame.loc[key.sort_values(["r", "a", "q", "m"], kind="stable").index]
+
+
+def format_results(
+    frame: pd.DataFrame,
+    fmt: str = "trec",
+    *,
+    per_query: bool = False,
+    precision: int | None = None,
+) -> str:
+    """Render an :func:`rankeval.evaluate` result.
+
+    Args:
+        frame: the long result table (``run, query_id, measure, value``).
+        fmt: one of :data:`FORMATS`.
+        per_query: include per-query rows (``-q``), not only the ``all`` rows.
+        precision: decimals; default 4 for trec/markdown/latex, full precision otherwise.
+    """
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    integer = set(frame.attrs.get("integer_measures", ()))
+    rows = _ordered(frame, per_query)
+    several = rows["run"].nunique() > 1
+    if precision is None and fmt in ("trec", "markdown", "latex"):
+        precision = 4
+    records = list(zip(rows["run"], rows["query_id"], rows["measure"], rows["value"], strict=True))
+    if fmt == "trec":
+        width = max([22, *(len(m) for _, _, m, _ in records)]) if records else 22
+        lines = []
+        for run, qid, m, v in records:
+            text = f"{m:<{width}}\t{qid}\t{_value(v, m in integer, precision)}"
+            lines.append(f"{run}\t{text}" if several else text)
+        return "\n".join(lines) + ("\n" if lines else "")
+    if fmt in ("tsv", "csv"):
+        import csv
+        import io
+
+        buf = io.StringIO()
+        writer = csv.writer(buf, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
+        writer.writerow(["run", "query_id", "measure", "value"])
+        for run, qid, m, v in records:
+            writer.writerow([run, qid, m, _value(v, m in integer, precision)])
+        return buf.getvalue()
+    if fmt in ("json", "jsonl"):
+        objs = [
+            {"run": run, "query_id": qid, "measure": m, "value": _json_value(v, precision)}
+            for run, qid, m, v in records
+        ]
+        if fmt == "json":
+            return json.dumps(objs, indent=1) + "\n"
+        return "".join(json.dumps(o) + "\n" for o in objs)
+    return _table(records, fmt, integer, precision or 4, per_query)
+
+
+def _json_value(v: float, precision: int | None) -> float | None:
+    if math.isnan(v):
+        return None
+    return round(float(v), precision) if precision is not None else float(v)
+
+
+def _table(
+    records: list[tuple[str, str, str, float]], fmt: str, integer: set[str], precision: int, per_query: bool
+) -> str:
+    """Wide table: one row per run (and query with -q), one column per measure."""
+    measures = list(dict.fromkeys(m for _, _, m, _ in records))
+    keys = list(dict.fromkeys((run, qid) for run, qid, _, _ in records))
+    cell = {(run, qid, m): v for run, qid, m, v in records}
+    head = ["run", *(["query"] if per_query else []), *measures]
+    body = []
+    for run, qid in keys:
+        row = [run, *([qid] if per_query else [])]
+        row += [_value(cell.get((run, qid, m), math.nan), m in integer, precision) for m in measures]
+        body.append(row)
+    if fmt == "markdown":
+        esc = [[c.replace("|", "\\|") for c in r] for r in [head, *body]]
+        lines = ["| " + " | ".join(esc[0]) + " |", "|" + "|".join(["---"] * (len(head) - len(measures)) + ["---:"] * len(measures)) + "|"]
+        lines += ["| " + " | ".join(r) + " |" for r in esc[1:]]
+        return "\n".join(lines) + "\n"
+
+    def tex(s: str) -> str:
+        return s.translate(_TEX)
+
+    spec = "l" * (len(head) - len(measures)) + "r" * len(measures)
+    lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(tex(h) for h in head) + " \\\\", "\\midrule"]
+    lines += [" & ".join(tex(c) for c in r) + " \\\\" for r in body]
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write *text* to *path* via a temporary file and a rename: all or nothing."""
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
