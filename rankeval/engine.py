@@ -150,8 +150,9 @@ def _per_query(alignment: Alignment, measure: Measure, missing_zero: bool) -> tu
         raise UsageError(
             f"measure {measure} returned {values.shape} values for {view.num_queries} queries"
         )
+    # a query of the qrels that the run lacks is evaluated on an empty ranking, as trec_eval
+    # -c does: every rank-based measure is 0 there, while e.g. NumRel keeps its count
     retrieved = view.retrieved
-    values = np.where(retrieved, values, 0.0)
     if view.level == 1:
         ids = view.query_ids
     else:
