@@ -26,9 +26,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 BENCH_DIR = Path(__file__).resolve().parent
 GENERATE = BENCH_DIR / "generate.py"
@@ -164,8 +164,14 @@ def build_tools(wanted: list[str], qrels: Path, run: Path, specs: list[str]) -> 
                 for s in specs:
                     argv += ["-m", s]
                 ident = {s: s for s in specs}
-                tools.append(Tool(name, argv, lambda out, ident=ident: parse_trec_lines(out, ident),
-                                  lambda line: len(line.split()) >= 3 and line.split()[-2] == "all"))
+                tools.append(
+                    Tool(
+                        name,
+                        argv,
+                        lambda out, ident=ident: parse_trec_lines(out, ident),
+                        lambda line: len(line.split()) >= 3 and line.split()[-2] == "all",
+                    )
+                )
             elif name == "ir_measures":
                 if importlib.util.find_spec("ir_measures") is None:
                     notes.append("ir_measures: skipped (not installed)")
@@ -193,8 +199,14 @@ def build_tools(wanted: list[str], qrels: Path, run: Path, specs: list[str]) -> 
                     argv += ["-m", arg]
                     out_names[printed] = s
                 argv += [str(qrels), str(run)]
-                tools.append(Tool(name, argv, lambda out, m=out_names: parse_trec_lines(out, m),
-                                  lambda line, m=out_names: bool(line.split()) and line.split()[0] in m))
+                tools.append(
+                    Tool(
+                        name,
+                        argv,
+                        lambda out, m=out_names: parse_trec_lines(out, m),
+                        lambda line, m=out_names: bool(line.split()) and line.split()[0] in m,
+                    )
+                )
         except ValueError as exc:
             notes.append(f"{name}: skipped ({exc})")
     return tools, notes
@@ -220,8 +232,13 @@ def run_child(argv: list[str], cwd: Path) -> tuple[float, float, int, str, str]:
         proc.returncode = os.waitstatus_to_exitcode(status)  # tell Popen it was reaped
         out.seek(0)
         err.seek(0)
-        return (wall, _maxrss_mb(rusage.ru_maxrss), proc.returncode,
-                out.read().decode(errors="replace"), err.read().decode(errors="replace"))
+        return (
+            wall,
+            _maxrss_mb(rusage.ru_maxrss),
+            proc.returncode,
+            out.read().decode(errors="replace"),
+            err.read().decode(errors="replace"),
+        )
 
 
 def run_once(tool: Tool, cwd: Path, timed: bool) -> None:
@@ -276,8 +293,13 @@ def count_lines(path: Path) -> int:
 
 def _fmt_table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    line = lambda r: "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
-                               for i, (c, w) in enumerate(zip(r, widths)))
+
+    def line(r: list[str]) -> str:
+        return "  ".join(
+            str(c).ljust(w) if i == 0 else str(c).rjust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        )
+
     sep = "  ".join("-" * w for w in widths)
     return "\n".join([line(header), sep, *(line(r) for r in rows)])
 
@@ -306,8 +328,10 @@ def report(tools: list[Tool], specs: list[str], quick: bool) -> None:
     for t in failed:
         print(f"\n{t.name}: FAILED ({t.error})")
     if "ranx" in by:
-        print("\nnote: ranx times are end to end as-is, including numba JIT compilation/cache "
-              "loading in each fresh process (the warm-up run populates numba's on-disk cache).")
+        print(
+            "\nnote: ranx times are end to end as-is, including numba JIT compilation/cache "
+            "loading in each fresh process (the warm-up run populates numba's on-disk cache)."
+        )
 
     # Values, one column per tool, so agreement is visible.
     print("\naggregate values (from each tool's warm-up run):")
@@ -318,8 +342,7 @@ def report(tools: list[Tool], specs: list[str], quick: bool) -> None:
         print(f"\n  raw {t.name} output:")
         for ln in t.raw[:20]:
             print(f"    {ln}")
-    disagree = [s for s in specs
-                if len({round(t.values[s], 4) for t in vt if s in t.values}) > 1]
+    disagree = [s for s in specs if len({round(t.values[s], 4) for t in vt if s in t.values}) > 1]
     if disagree:
         print(f"\nWARNING: tools disagree (at 4 decimals) on: {', '.join(disagree)}")
     else:
@@ -330,10 +353,14 @@ def report(tools: list[Tool], specs: list[str], quick: bool) -> None:
         rr = med["rankeval"][1] / med["ir_measures"][1]
         label = " (quick data: targets apply to the 7M-line run only)" if quick else ""
         print(f"\nacceptance targets vs ir_measures{label}:")
-        print(f"  wall     {tr:.3f}x  (target <= {TARGET_TIME_RATIO}x)  "
-              f"{'PASS' if tr <= TARGET_TIME_RATIO else 'FAIL'}")
-        print(f"  peak RSS {rr:.3f}x  (target <= {TARGET_RSS_RATIO}x)  "
-              f"{'PASS' if rr <= TARGET_RSS_RATIO else 'FAIL'}")
+        print(
+            f"  wall     {tr:.3f}x  (target <= {TARGET_TIME_RATIO}x)  "
+            f"{'PASS' if tr <= TARGET_TIME_RATIO else 'FAIL'}"
+        )
+        print(
+            f"  peak RSS {rr:.3f}x  (target <= {TARGET_RSS_RATIO}x)  "
+            f"{'PASS' if rr <= TARGET_RSS_RATIO else 'FAIL'}"
+        )
 
 
 def _versions() -> str:
@@ -341,6 +368,7 @@ def _versions() -> str:
     for mod in ("rankeval", "ir_measures", "ranx", "numba", "numpy", "pandas"):
         try:
             from importlib.metadata import version
+
             dist = {"rankeval": "rankeval-ir"}.get(mod, mod)
             parts.append(f"{mod} {version(dist)}")
         except Exception:
@@ -353,15 +381,31 @@ def _versions() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=BENCH_DIR / "out",
-                    help="directory with qrels.txt and run.txt (generated there if missing; default bench/out)")
-    ap.add_argument("--reps", type=int, default=None, help="timed repetitions per tool (default 3; 1 with --quick)")
-    ap.add_argument("--tools", nargs="+", choices=ALL_TOOLS, default=list(ALL_TOOLS),
-                    help="tools to run (default: all available)")
-    ap.add_argument("--measures", nargs="+", default=[DEFAULT_MEASURES],
-                    help=f"measures, space separated (default {DEFAULT_MEASURES!r})")
-    ap.add_argument("--quick", action="store_true",
-                    help="smoke test on a small generated dataset (500 queries x 100 docs) in a temp dir")
+    ap.add_argument(
+        "--data",
+        type=Path,
+        default=BENCH_DIR / "out",
+        help="dir with qrels.txt and run.txt (generated there if missing; default bench/out)",
+    )
+    ap.add_argument("--reps", type=int, default=None, help="timed reps per tool (default 3; 1 with --quick)")
+    ap.add_argument(
+        "--tools",
+        nargs="+",
+        choices=ALL_TOOLS,
+        default=list(ALL_TOOLS),
+        help="tools to run (default: all available)",
+    )
+    ap.add_argument(
+        "--measures",
+        nargs="+",
+        default=[DEFAULT_MEASURES],
+        help=f"measures, space separated (default {DEFAULT_MEASURES!r})",
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke test on a small generated dataset (500 queries x 100 docs) in a temp dir",
+    )
     args = ap.parse_args(argv)
 
     specs = [s for chunk in args.measures for s in chunk.split()]
@@ -378,9 +422,15 @@ def main(argv: list[str] | None = None) -> int:
             data = args.data.resolve()
             qrels, run = ensure_data(data)
 
-        print(f"data: {data}  (qrels {count_lines(qrels):,} lines, run {count_lines(run):,} lines, "
-              f"{run.stat().st_size / 1e6:.0f} MB)")
-        print(f"measures: {' '.join(specs)}   reps: {reps} (+1 warm-up)   cpus: {os.cpu_count()}")
+        print(
+            f"data: {data}  (qrels {count_lines(qrels):,} lines, run {count_lines(run):,} lines, "
+            f"{run.stat().st_size / 1e6:.0f} MB)"
+        )
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+        print(
+            f"measures: {' '.join(specs)}   reps: {reps} (+1 warm-up)   cpus: {os.cpu_count()}   "
+            f"load avg: {load}"
+        )
         print(_versions())
 
         tools, notes = build_tools(args.tools, qrels, run, specs)

@@ -7,6 +7,8 @@ the Markdown of every page:
   so the site does not depend on what else happens to be installed on the build machine):
   name, description, definition (the class docstring), parameters, aliases, source and
   providing plugin;
+* ``<!-- source: MODULE:NAME -->`` — the current source code of a class or function
+  (``rankeval_trec:AP``), as a Python code block, so tutorials quote the real code;
 * ``<!-- help: NAME -->`` — the ``--help`` output of ``rankeval`` (NAME ``rankeval``) or of
   the sub-command NAME (``evaluate``, ``measures``, ``plugins``), rendered at a fixed width
   of 100 columns with ANSI codes stripped.
@@ -26,6 +28,7 @@ log = logging.getLogger("mkdocs.hooks.rankeval")
 
 MEASURES_PLACEHOLDER = "<!-- measures -->"
 MEASURE_INDEX_PLACEHOLDER = "<!-- measures-index -->"
+SOURCE_PLACEHOLDER = re.compile(r"<!--\s*source:\s*([A-Za-z0-9_.]+):([A-Za-z0-9_.]+)\s*-->")
 HELP_PLACEHOLDER = re.compile(r"<!--\s*help:\s*([A-Za-z0-9_-]+)\s*-->")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 WIDTH = 100
@@ -53,9 +56,9 @@ def _spec_forms(cls: Any) -> list[str]:
     forms = [cls.name]
     if cls.at:
         forms.append(f"{cls.name}@{cls.at}")
-    params = [p.name for p in cls.params() if p.name != cls.at]
+    params = [p.name for p in cls.params()]
     if params:
-        forms.append(f"{cls.name}({params[0]}=…)")
+        forms.append(cls.name + "(" + ", ".join(f"{p}=…" for p in params) + ")")
     return forms
 
 
@@ -184,6 +187,18 @@ def _help_block(match: re.Match[str]) -> str:
     return f"```text\n$ {shown}\n{cli_help(command)}\n```"
 
 
+# ---------------------------------------------------------------------------- source
+def _source_block(match: re.Match[str]) -> str:
+    import importlib
+
+    module_name, qualname = match.group(1), match.group(2)
+    obj: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    source = inspect.getsource(obj).rstrip()
+    return f"```python\n{source}\n```"
+
+
 # ----------------------------------------------------------------------------- hook
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """Replace the placeholders of this page with generated Markdown."""
@@ -191,6 +206,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         markdown = markdown.replace(MEASURE_INDEX_PLACEHOLDER, measures_index_markdown())
     if MEASURES_PLACEHOLDER in markdown:
         markdown = markdown.replace(MEASURES_PLACEHOLDER, measures_markdown())
+    if SOURCE_PLACEHOLDER.search(markdown):
+        markdown = SOURCE_PLACEHOLDER.sub(_source_block, markdown)
     if HELP_PLACEHOLDER.search(markdown):
         markdown = HELP_PLACEHOLDER.sub(_help_block, markdown)
     return markdown
