@@ -15,12 +15,11 @@ from rankeval import io
 from rankeval.errors import InputError, UsageError
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
     import pyarrow as pa
 
 __all__ = ["Qrels", "Run", "as_qrels", "as_run"]
-
-QrelsLike = "Qrels | str | Path | pd.DataFrame | Mapping[str, Mapping[str, float]]"
 
 
 class Qrels:
@@ -131,10 +130,32 @@ class Run:
     descending, ties by doc_id descending, as trec_eval) is computed at evaluation time.
     """
 
-    def __init__(self, table: pa.Table, name: str = "run", source: str | None = None) -> None:
+    def __init__(
+        self,
+        table: pa.Table,
+        name: str = "run",
+        source: str | None = None,
+        lines: np.ndarray | None = None,
+    ) -> None:
         self.table = table
         self.name = name
         self.source = source
+        self.lines = lines
+
+    def line_of(self, row: int) -> tuple[int | None, str]:
+        """Source line number of table row *row* (``None`` if not read from a file) and the
+        text of that line (rebuilt from the row when the source cannot be re-read)."""
+        t = self.table
+        text = " ".join(str(t.column(c)[row].as_py()) for c in ("query_id", "q0", "doc_id"))
+        text += f" - {t.column('score')[row].as_py()!r} {t.column('tag')[row].as_py()}"
+        if self.source is None:
+            return None, text
+        line = int(self.lines[row]) if self.lines is not None else row + 1
+        if self.source != "<stdin>" and Path(self.source).is_file():
+            raw = io.read_bytes(self.source).split(b"\n")
+            if line <= len(raw):
+                text = raw[line - 1].decode("utf-8", "replace").rstrip("\r")
+        return line, text
 
     def __repr__(self) -> str:
         return f"Run({self.name!r}, {self.table.num_rows} lines)"
@@ -153,10 +174,10 @@ class Run:
 
         The run is named *name*, or by its file name.
         """
-        table = io.read_run_table(source)
+        table, lines = io.read_run_table(source)
         if name is None:
             name = "stdin" if str(source) == "-" else Path(source).name
-        return cls(table, name, str(source))
+        return cls(table, name, io.source_name(source), lines)
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, name: str = "run") -> Run:
@@ -218,7 +239,7 @@ def as_run(run: Any, name: str | None = None) -> Run:
 
     if isinstance(run, Run):
         if name is not None and name != run.name:
-            return Run(run.table, name, run.source)
+            return Run(run.table, name, run.source, run.lines)
         return run
     if isinstance(run, (str, Path)):
         return Run.read(run, name)

@@ -19,7 +19,7 @@ import bz2
 import gzip
 import lzma
 import sys
-from collections.abc import Sequence
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-__all__ = ["read_run_table", "read_qrels_table", "locate_lines", "source_name"]
+__all__ = ["read_bytes", "read_run_table", "read_qrels_table", "source_name"]
 
 _MAGIC = {b"\x1f\x8b": gzip.decompress, b"BZh": bz2.decompress, b"\xfd7zXZ\x00": lzma.decompress}
 _BOM = b"\xef\xbb\xbf"
@@ -42,7 +42,7 @@ def source_name(source: str | Path) -> str:
     return "<stdin>" if str(source) == "-" else str(source)
 
 
-def _read_bytes(source: str | Path) -> bytes:
+def read_bytes(source: str | Path) -> bytes:
     """Whole file as bytes: stdin for ``-``; gzip, bz2 and xz decompressed by magic bytes."""
     name = source_name(source)
     try:
@@ -60,7 +60,7 @@ def _read_bytes(source: str | Path) -> bytes:
         if data.startswith(magic):
             try:
                 data = decompress(data)
-            except (OSError, EOFError, lzma.LZMAError, ValueError) as exc:
+            except (OSError, EOFError, lzma.LZMAError, ValueError, zlib.error) as exc:
                 raise InputError(f"corrupt compressed file: {exc}", source=name) from None
             break
     if data.startswith(_BOM):
@@ -126,6 +126,9 @@ def _split_lines(data: bytes, name: str) -> _Lines:
     import pyarrow.compute as pc
     import pyarrow.csv as pcsv
 
+    if not data.strip():
+        empty = pa.array([], pa.string())
+        return _Lines(name, pc.utf8_split_whitespace(empty), np.zeros(0, np.int64), empty)
     if b"\x1f" in data:
         pos = data.index(b"\x1f")
         line = data.count(b"\n", 0, pos) + 1
@@ -227,40 +230,77 @@ def _run_fast(path: Path) -> pa.Table | None:
         return None
     dict_type = pa.dictionary(pa.int32(), pa.string())
     try:
-        table = pcsv.read_csv(
-            path,
-            read_options=pcsv.ReadOptions(column_names=list(RUN_COLUMNS), block_size=1 << 24),
-            parse_options=pcsv.ParseOptions(
-                delimiter=delim.decode(), quote_char=False, ignore_empty_lines=False
-            ),
-            convert_options=pcsv.ConvertOptions(
-                column_types={
-                    "query_id": dict_type, "q0": dict_type, "doc_id": pa.string(),
-                    "rank": pa.string(), "score": pa.float64(), "tag": dict_type,
-                },
-                include_columns=["query_id", "q0", "doc_id", "score", "tag"],
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
-        )
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        # an explicit stream: no guessing of compression from the file name
+        with pa.OSFile(str(path)) as stream:
+            table = pcsv.read_csv(
+                stream,
+                read_options=pcsv.ReadOptions(column_names=list(RUN_COLUMNS), block_size=1 << 24),
+                parse_options=pcsv.ParseOptions(
+                    delimiter=delim.decode(), quote_char=False, ignore_empty_lines=False
+                ),
+                convert_options=pcsv.ConvertOptions(
+                    column_types={
+                        "query_id": dict_type, "q0": dict_type, "doc_id": pa.string(),
+                        "rank": pa.string(), "score": pa.float64(), "tag": dict_type,
+                    },
+                    include_columns=["query_id", "q0", "doc_id", "score", "tag"],
+                    null_values=[],
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
         return None  # anything unusual: the general path reads it or explains the error
-    return pa.table(
-        {
-            "query_id": table.column("query_id").unify_dictionaries().combine_chunks(),
-            "q0": table.column("q0").unify_dictionaries().combine_chunks(),
-            "doc_id": table.column("doc_id").combine_chunks(),
-            "score": table.column("score").combine_chunks(),
-            "tag": table.column("tag").unify_dictionaries().combine_chunks(),
-        }
-    )
+    columns = {name: table.column(name) for name in table.column_names}
+    del table
+    out: dict[str, pa.Array] = {}
+    for name in list(columns):
+        col = columns.pop(name)
+        if col.null_count:
+            return None
+        if pa.types.is_dictionary(col.type):
+            col = col.unify_dictionaries()
+        out[name] = col.combine_chunks()
+        del col
+    # the sample looked clean; make sure the whole file was: every field non-empty and free
+    # of whitespace, no comment lines. Otherwise the general path decides.
+    for name in ("query_id", "q0", "tag"):
+        values = out[name].dictionary.to_pylist()
+        if any(not v or v != v.strip() or any(c.isspace() for c in v) for v in values):
+            return None
+        if name == "query_id" and any(v.startswith("#") for v in values):
+            return None
+    if not _clean_strings(out["doc_id"]):
+        return None
+    return pa.table(out)
 
 
-def read_run_table(source: str | Path) -> pa.Table:
+def _clean_strings(arr: pa.Array) -> bool:
+    """True if no string of *arr* is empty or contains ASCII whitespace."""
+    import numpy as np
+
+    if len(arr) == 0:
+        return True
+    buffers = arr.buffers()
+    width = np.int64 if str(arr.type) == "large_string" else np.int32
+    offsets = np.frombuffer(buffers[1], width)[arr.offset : arr.offset + len(arr) + 1]
+    if (np.diff(offsets) <= 0).any():
+        return False
+    data = np.frombuffer(buffers[2], np.uint8)[offsets[0] : offsets[-1]]
+    space = np.zeros(256, dtype=bool)
+    space[[9, 10, 11, 12, 13, 32]] = True
+    return not bool(space[data].any())
+
+
+def read_run_table(source: str | Path) -> tuple[pa.Table, np.ndarray | None]:
     """Read a TREC run into a table ``query_id, q0, doc_id, score, tag`` in file order.
 
     ``query_id``, ``q0`` and ``tag`` are dictionary-encoded; ``score`` is float64; the rank
     column is checked to exist and otherwise ignored, as trec_eval does.
+
+    Returns:
+        The table and the 1-based line number of each row, or ``None`` when row *i* is
+        line *i* + 1 (a file without comments or blank lines).
 
     Raises:
         InputError: naming the file, line and column of the first bad line.
@@ -272,11 +312,11 @@ def read_run_table(source: str | Path) -> pa.Table:
         if path.is_file() and path.stat().st_size > 0:
             table = _run_fast(path)
             if table is not None:
-                return table
-    lines = _split_lines(_read_bytes(source), source_name(source))
+                return table, None
+    lines = _split_lines(read_bytes(source), source_name(source))
     _need_columns(lines, 6, "query_id Q0 doc_id rank score tag")
     score = _to_float(lines, 4, "the score (column 5)")
-    return pa.table(
+    table = pa.table(
         {
             "query_id": _dict(lines.column(0)),
             "q0": _dict(lines.column(1)),
@@ -285,18 +325,7 @@ def read_run_table(source: str | Path) -> pa.Table:
             "tag": _dict(lines.column(5)),
         }
     )
-
-
-def locate_lines(source: str | Path, rows: Sequence[int]) -> list[tuple[int, str]]:
-    """File line number and text of content rows *rows* (0-based, in file order).
-
-    Only used to build error messages, so it may re-read the file.
-    """
-    lines = _split_lines(_read_bytes(source), source_name(source))
-    out = []
-    for r in rows:
-        out.append((int(lines.line[r]), str(lines.raw[r].as_py()).rstrip("\r")))
-    return out
+    return table, lines.line
 
 
 # ---------------------------------------------------------------------------- qrels
@@ -314,7 +343,7 @@ def read_qrels_table(source: str | Path) -> pa.Table:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    lines = _split_lines(_read_bytes(source), source_name(source))
+    lines = _split_lines(read_bytes(source), source_name(source))
     _need_columns(lines, 4, "query_id iteration doc_id relevance")
     rel = _to_float(lines, 3, "the relevance (column 4)")
     columns: dict[str, pa.Array] = {

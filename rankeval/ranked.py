@@ -281,8 +281,6 @@ def check_duplicates(run: Run) -> None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from rankeval import io
-
     table = run.table
     if table.num_rows < 2:
         return
@@ -300,16 +298,17 @@ def check_duplicates(run: Run) -> None:
         if (q, d) in seen:
             first = seen[(q, d)]
             qid = table.column("query_id")[r].as_py()
-            if run.source is not None:
-                (l1, _), (l2, text) = io.locate_lines(run.source, [first, r])
+            first_line, _ = run.line_of(first)
+            line, text = run.line_of(r)
+            if line is None:
                 raise InputError(
-                    f"duplicate document {d!r} for query {qid!r} (first on line {l1}); "
-                    "trec_eval rejects duplicate docs too",
-                    source=io.source_name(run.source), line=l2, text=text,
+                    f"duplicate document {d!r} for query {qid!r} (rows {first + 1} and {r + 1})",
+                    source=run.name,
                 )
             raise InputError(
-                f"duplicate document {d!r} for query {qid!r} (rows {first + 1} and {r + 1})",
-                source=run.name,
+                f"duplicate document {d!r} for query {qid!r} (first on line {first_line}); "
+                "trec_eval rejects duplicate docs too",
+                source=run.source, line=line, text=text,
             )
         seen[(q, d)] = r
 

@@ -17,6 +17,9 @@ def qrels_and_run(draw, max_queries: int = 4, ties: bool = True):
         qid = str(100 + i)
         judged = draw(st.lists(st.sampled_from(DOCS), unique=True, min_size=1, max_size=8))
         qrels[qid] = {d: draw(st.integers(-1, 3)) for d in judged}
+        # pytrec_eval (the oracle) hangs or crashes on a query whose judgments are all
+        # negative, so every query gets one judgment >= 0
+        qrels[qid][judged[0]] = draw(st.integers(0, 3))
         retrieved = draw(st.lists(st.sampled_from(DOCS), unique=True, min_size=0, max_size=10))
         if retrieved:
             scores = st.integers(0, 4) if ties else st.integers(0, 10**6)

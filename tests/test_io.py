@@ -14,6 +14,7 @@ import pytest
 
 import rankeval
 from rankeval import io as rio
+from rankeval.data import Run
 from rankeval.errors import InputError
 
 DATA = Path(__file__).parent / "data"
@@ -412,6 +413,8 @@ def test_stdin_name(monkeypatch) -> None:
     assert run_lists(run) == CLEAN_RUN_LISTS
 
 
-def test_locate_lines(tmp_path) -> None:
+def test_line_of_maps_rows_to_source_lines(tmp_path) -> None:
     path = write(tmp_path / "l.run", "# c\n\n" + CLEAN_RUN)
-    assert rio.locate_lines(path, [0, 3]) == [(3, "1 Q0 d1 1 2.5 tagA"), (6, "2 Q0 d1 2 1e3 tagA")]
+    run = Run.read(path)
+    assert run.line_of(0) == (3, "1 Q0 d1 1 2.5 tagA")
+    assert run.line_of(3) == (6, "2 Q0 d1 2 1e3 tagA")

@@ -527,10 +527,21 @@ def test_rbp_through_irmeasures(files) -> None:
     """SPEC §3.1 names RBP(p=0.8) as computed through ir_measures."""
     q, r = files
     # binary-relevance query so the gain is unambiguous: q2 has y (rel 1) at rank 1, w unjudged
-    result = invoke([q, r, "-m", "RBP(p=0.5)", "-q", "-p", "6"])
+    # ir_measures computes RBP with its cwl_eval provider, which needs the rel parameter
+    result = invoke([q, r, "-m", "RBP(p=0.5,rel=1)", "-q", "-p", "6"])
     assert result.exception is None, repr(result.exception)
     assert result.exit_code == 0, result.output
     rows = {line.split("\t")[1]: float(line.split("\t")[2]) for line in result.output.splitlines()}
     # RBP = (1 - p) * sum_i rel_i p^(i-1): q2 = 0.5 * 1 = 0.5
     assert rows["2"] == pytest.approx(0.5)
     assert rows["3"] == 0.0
+
+
+def test_ir_measures_name_without_provider_is_a_clear_error(files) -> None:
+    """RBP without rel: ir_measures parses it but no installed provider computes it."""
+    q, r = files
+    result = invoke([q, r, "-m", "RBP(p=0.5)"])
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit)
+    assert "none of its installed providers computes it" in result.output
+    assert "RBP(p=0.5)" in result.output

@@ -378,7 +378,7 @@ def test_str_round_trip(cls: type[Measure], data: st.DataObject) -> None:
 
 
 # ------------------------------------------------------------------ ir_measures fallback
-@pytest.mark.parametrize(("text", "expected_str"), [("ERR@10", "ERR@10"), ("RBP(p=0.5)", "RBP(p=0.5)"),
+@pytest.mark.parametrize(("text", "expected_str"), [("ERR@10", "ERR@10"), ("RBP(p=0.5,rel=1)", "RBP(p=0.5,rel=1)"),
                                                     ("infAP", "infAP")])
 def test_ir_measures_name_resolves(registry, text: str, expected_str: str) -> None:
     m = registry.parse(text)
@@ -389,9 +389,9 @@ def test_ir_measures_name_resolves(registry, text: str, expected_str: str) -> No
 
 
 def test_ir_measures_rbp_default_round_trip(registry) -> None:
-    m = registry.parse("RBP(p=0.8)")
+    m = registry.parse("RBP(p=0.8,rel=1)")
     assert isinstance(m, Measure)
     again = registry.parse(str(m))
     assert again == m
-    # p=0.8 is ir_measures' default, so it equals plain RBP
-    assert registry.parse("RBP") == m
+    # p=0.8 is ir_measures' default, so it equals RBP without p
+    assert registry.parse("RBP(rel=1)") == m

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from rankeval import Measure, hookimpl, param
+from rankeval.errors import SpecError
 
 if TYPE_CHECKING:
     from rankeval.ranked import RankedLists
@@ -73,4 +74,12 @@ def resolve_measure(spec: str) -> Any:
         measure = ir_measures.parse_measure(spec)
     except Exception:  # noqa: BLE001 - not an ir_measures name either
         return None
+    try:  # known to ir_measures, but can an installed provider compute it?
+        ir_measures.evaluator([measure], {})
+    except ValueError as exc:
+        raise SpecError(
+            f"ir_measures knows {measure} but none of its installed providers computes it: "
+            f"{' '.join(str(exc).split())}",
+            source="measure spec", column=1, text=spec,
+        ) from None
     return IrMeasure(spec=str(measure))
