@@ -145,6 +145,12 @@ def evaluate(
 def _per_query(alignment: Alignment, measure: Measure, missing_zero: bool) -> tuple[np.ndarray, np.ndarray]:
     """(query ids, values) of one measure on one aligned run, missing-query rule applied."""
     view = alignment.view(measure.view_level())
+    if view.level > 1 and view.num_queries == 0:
+        raise UsageError(
+            f"{measure} ranks nested items (level={view.level}), but no judged item of that level "
+            f"was found: nested ids look like PARENT{alignment.sep}CHILD, where PARENT is itself an "
+            "item of the query (see --nest-sep)"
+        )
     values = np.asarray(measure.compute(view), dtype=np.float64)
     if values.shape != (view.num_queries,):
         raise UsageError(

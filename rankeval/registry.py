@@ -58,6 +58,7 @@ class Registry:
         except Exception as exc:  # noqa: BLE001 - a broken plugin must not stop the others
             for name in added:
                 self.remove(name)
+            self.plugins.pop(plugin, None)
             self.failures[plugin] = f"register_measures failed: {type(exc).__name__}: {exc}"
 
     def add(self, cls: type[Measure], plugin: str) -> None:
@@ -67,7 +68,8 @@ class Registry:
             PluginError: if the name or an alias is already taken, naming both plugins.
         """
         if not (isinstance(cls, type) and issubclass(cls, Measure)) or not cls.name:
-            raise PluginError(f"plugin {plugin!r} registered {cls!r}, which is not a named Measure subclass")
+            # a broken plugin, not a conflict: collect() records it and carries on
+            raise TypeError(f"registered {cls!r}, which is not a named Measure subclass")
         for name in (cls.name, *cls.aliases, *cls.trec_prefixes):
             owner = self._owner(name)
             if owner is not None:

@@ -20,6 +20,7 @@ class _DefaultGroup(TyperGroup):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            # anything else (a qrels path, or an option of evaluate) starts the default command
             args = ["evaluate", *args]
         return super().parse_args(ctx, args)
 
@@ -32,6 +33,26 @@ app = typer.Typer(
     help="trec_eval-style evaluation of ranked retrieval.\n\n"
     "rankeval QRELS RUN [RUN ...] -m SPEC [-m SPEC ...]   (the default command: evaluate)",
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from rankeval import __version__
+
+        typer.echo(f"rankeval {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """trec_eval-style evaluation of ranked retrieval.
+
+    rankeval QRELS RUN [RUN ...] -m SPEC [-m SPEC ...]   (the default command: evaluate)
+    """
 
 
 def _fail(exc: RankevalError) -> None:
@@ -66,8 +87,8 @@ def _registry(plugin_opts: list[str]) -> Any:
 
 @app.command("evaluate")
 def evaluate_cmd(
-    qrels: Annotated[str, typer.Argument(help="Qrels file ('-' = stdin; .gz/.bz2/.xz; or an ir_datasets id).")],
-    runs: Annotated[list[str], typer.Argument(help="One or more run files.")],
+    qrels: Annotated[str, typer.Argument(metavar="QRELS", help="Qrels file ('-' = stdin; .gz/.bz2/.xz; or an ir_datasets id).")],
+    runs: Annotated[list[str], typer.Argument(metavar="RUN...", help="One or more run files ('-' = stdin).")],
     measure: Annotated[
         list[str], typer.Option("-m", "--measure", help="Measure spec(s), e.g. nDCG@10, 'AP(rel=2)'; several per -m allowed.")
     ] = [],  # noqa: B006 - typer needs a list default
@@ -75,7 +96,8 @@ def evaluate_cmd(
     fmt: Annotated[str, typer.Option("-f", "--format", help=f"Output format: {'|'.join(FORMATS)}.")] = "trec",
     p: Annotated[
         list[str],
-        typer.Option("-p", help="A number: decimals to print (default 4 in trec format). "
+        typer.Option("-p", help="A number: decimals to print (default 4 in trec, markdown and latex "
+                     "formats, full precision in the others). "
                      "Otherwise a plugin module to load ('no:NAME' blocks a plugin)."),
     ] = [],  # noqa: B006
     precision: Annotated[int | None, typer.Option("--precision", help="Decimals to print.")] = None,
