@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -18,7 +17,7 @@ FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex")
 class _DefaultGroup(TyperGroup):
     """A group whose first argument, when it is not a command name, starts ``evaluate``."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
             # anything else (a qrels path, or an option of evaluate) starts the default command
             args = ["evaluate", *args]
