@@ -253,11 +253,14 @@ def _run_fast(path: Path) -> pa.Table | None:
         return None  # anything unusual: the general path reads it or explains the error
     columns = {name: table.column(name) for name in table.column_names}
     del table
-    out: dict[str, pa.Array] = {}
+    out: dict[str, pa.Array | pa.ChunkedArray] = {}
     for name in list(columns):
         col = columns.pop(name)
         if col.null_count:
             return None
+        if name == "doc_id":
+            out[name] = col  # kept chunked: combining would double the largest column
+            continue
         if pa.types.is_dictionary(col.type):
             col = col.unify_dictionaries()
         out[name] = col.combine_chunks()
@@ -270,13 +273,13 @@ def _run_fast(path: Path) -> pa.Table | None:
             return None
         if name == "query_id" and any(v.startswith("#") for v in values):
             return None
-    if not _clean_strings(out["doc_id"]):
+    if not all(_clean_strings(chunk) for chunk in out["doc_id"].chunks):
         return None
     return pa.table(out)
 
 
 def _clean_strings(arr: pa.Array) -> bool:
-    """True if no string of *arr* is empty or contains ASCII whitespace."""
+    """True if no string of *arr* is empty or contains ASCII whitespace or control bytes."""
     import numpy as np
 
     if len(arr) == 0:
@@ -287,9 +290,7 @@ def _clean_strings(arr: pa.Array) -> bool:
     if (np.diff(offsets) <= 0).any():
         return False
     data = np.frombuffer(buffers[2], np.uint8)[offsets[0] : offsets[-1]]
-    space = np.zeros(256, dtype=bool)
-    space[[9, 10, 11, 12, 13, 32]] = True
-    return not bool(space[data].any())
+    return not bool((data <= 32).any())  # whitespace and control characters are all <= 32
 
 
 def read_run_table(source: str | Path) -> tuple[pa.Table, np.ndarray | None]:

@@ -33,13 +33,35 @@ if TYPE_CHECKING:
 __all__ = ["RankedLists", "Alignment", "segment_offsets"]
 
 
+def release_memory() -> None:
+    """Hand freed memory back to the OS between stages, so that the temporaries of one stage
+    do not add to the next one's peak (pyarrow's pool and glibc both keep freed blocks)."""
+    import ctypes
+    import ctypes.util
+
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to trim
+        pass
+
+
+def _index_type(n: int) -> type[np.signedinteger[Any]]:
+    """Smallest index dtype for arrays of *n* rows (int32 saves memory on big runs)."""
+    return np.int32 if n < 2**31 - 1 else np.int64
+
+
 def _blocks(rq: np.ndarray, nq: int) -> tuple[np.ndarray, np.ndarray]:
     """Start and length of each query's contiguous block of rows (start 0 when empty)."""
-    counts = np.bincount(rq, minlength=nq)
     starts = np.zeros(nq, dtype=np.int64)
+    counts = np.zeros(nq, dtype=np.int64)
     if len(rq):
         first = np.concatenate(([0], np.flatnonzero(rq[1:] != rq[:-1]) + 1))
         starts[rq[first]] = first
+        counts[rq[first]] = np.diff(np.concatenate((first, [len(rq)])))
     return starts, counts
 
 
@@ -66,8 +88,9 @@ class RankedLists:
             blocks of different queries may come in any order).
         counts: ``(Q,)`` number of ranked rows of each query.
         query: ``(n,)`` query index of each ranked row.
-        rank: ``(n,)`` 0-based rank of each row within its query.
-        relevance: ``(n,)`` judged relevance of each row (max over assessors), NaN if unjudged.
+        judged_row_index: indices of the judged rows (sorted); see also :attr:`rank`,
+            :attr:`relevance` (dense, computed on first use), :meth:`relevant_rows`.
+        judged_row_relevance: relevance of those rows (max over assessors).
         score: ``(n,)`` run score of each row.
         rows: ``(n,)`` index of each row in ``run.table`` (file order), e.g. for attributes.
         run_doc_ids: doc ids of the run in file order (index with :attr:`rows`).
@@ -86,8 +109,8 @@ class RankedLists:
     starts: np.ndarray
     counts: np.ndarray
     query: np.ndarray
-    rank: np.ndarray
-    relevance: np.ndarray
+    judged_row_index: np.ndarray
+    judged_row_relevance: np.ndarray
     score: np.ndarray
     rows: np.ndarray
     run_doc_ids: pa.Array
@@ -146,10 +169,8 @@ class RankedLists:
         return total - base[self.query]  # type: ignore[no-any-return]
 
     def judged_rows(self) -> np.ndarray:
-        """Indices of the ranked rows that are judged (in row order; cached)."""
-        if "judged_rows" not in self._cache:
-            self._cache["judged_rows"] = np.flatnonzero(~np.isnan(self.relevance))
-        return self._cache["judged_rows"]  # type: ignore[no-any-return]
+        """Indices of the ranked rows that are judged (in row order)."""
+        return self.judged_row_index
 
     def relevant_rows(self, rel: float = 1) -> np.ndarray:
         """Indices of the ranked rows with relevance ≥ *rel* (in row order; cached).
@@ -159,9 +180,40 @@ class RankedLists:
         """
         key = ("relevant_rows", rel)
         if key not in self._cache:
-            rows = self.judged_rows()
-            self._cache[key] = rows[self.relevance[rows] >= rel]
+            self._cache[key] = self.judged_row_index[self.judged_row_relevance >= rel]
         return self._cache[key]  # type: ignore[no-any-return]
+
+    def relevance_of(self, rows: np.ndarray) -> np.ndarray:
+        """Judged relevance of *rows* (NaN for unjudged rows)."""
+        pos = np.searchsorted(self.judged_row_index, rows)
+        pos_c = np.minimum(pos, max(len(self.judged_row_index) - 1, 0))
+        out = np.full(len(rows), np.nan)
+        if len(self.judged_row_index):
+            hit = self.judged_row_index[pos_c] == rows
+            out[hit] = self.judged_row_relevance[pos_c[hit]]
+        return out
+
+    def rank_of(self, rows: np.ndarray) -> np.ndarray:
+        """0-based rank of each of *rows* within its query."""
+        return rows - self.starts[self.query[rows]]  # type: ignore[no-any-return]
+
+    @property
+    def rank(self) -> np.ndarray:
+        """``(n,)`` 0-based rank of every row within its query (computed on first use)."""
+        if "rank" not in self._cache:
+            itype = _index_type(len(self.query))
+            self._cache["rank"] = np.arange(len(self.query), dtype=itype) - self.starts.astype(itype)[self.query]
+        return self._cache["rank"]  # type: ignore[no-any-return]
+
+    @property
+    def relevance(self) -> np.ndarray:
+        """``(n,)`` judged relevance of every row, NaN if unjudged (built on first use;
+        kernels that only need judged rows use :meth:`judged_rows` instead)."""
+        if "relevance" not in self._cache:
+            dense = np.full(len(self.query), np.nan)
+            dense[self.judged_row_index] = self.judged_row_relevance
+            self._cache["relevance"] = dense
+        return self._cache["relevance"]  # type: ignore[no-any-return]
 
     def nth(self, rows: np.ndarray) -> np.ndarray:
         """0-based position of each of *rows* among the *rows* of the same query.
@@ -202,7 +254,7 @@ class RankedLists:
             rows = np.flatnonzero(rows)
         out = np.full(self.num_queries, -1, dtype=np.int64)
         q, first = np.unique(self.query[rows], return_index=True)
-        out[q] = self.rank[rows[first]]
+        out[q] = self.rank_of(rows[first])
         return out
 
     def judged_rank(self) -> np.ndarray:
@@ -221,12 +273,17 @@ class RankedLists:
 
 
 # ---------------------------------------------------------------------------------------
-def _np(arr: Any) -> np.ndarray:
+def contiguous(arr: Any) -> Any:
+    """One pyarrow Array from a (chunked) array, without a copy when there is one chunk."""
     import pyarrow as pa
 
     if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    return arr.to_numpy(zero_copy_only=False)  # type: ignore[no-any-return]
+        return arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
+    return arr
+
+
+def _np(arr: Any) -> np.ndarray:
+    return contiguous(arr).to_numpy(zero_copy_only=False)  # type: ignore[no-any-return]
 
 
 def _codes(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -234,11 +291,10 @@ def _codes(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+    arr = contiguous(arr)
     if not pa.types.is_dictionary(arr.type):
         arr = pc.dictionary_encode(arr)
-    return _np(arr.indices).astype(np.int64), _np(arr.dictionary).astype(object)
+    return _np(arr.indices), _np(arr.dictionary).astype(object)
 
 
 def _doc_key(doc: pa.Array) -> np.ndarray:
@@ -254,6 +310,19 @@ def _doc_key(doc: pa.Array) -> np.ndarray:
         return _np(pc.cast(doc, pa.uint64()))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
+    if isinstance(doc, pa.ChunkedArray):
+        return np.concatenate([_fnv(c) for c in doc.chunks]) if doc.num_chunks else np.zeros(0, np.uint64)
+    return _fnv(doc)
+
+
+def _fnv(doc: pa.Array) -> np.ndarray:
+    """FNV-1a hash of each string of *doc*, vectorised over strings (one pass per byte)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(doc)
+    if n == 0:
+        return np.zeros(0, np.uint64)
     if pa.types.is_large_string(doc.type):
         doc = pc.cast(doc, pa.string())
     buffers = doc.buffers()
@@ -273,7 +342,9 @@ def _mix(q: np.ndarray, key: np.ndarray) -> np.ndarray:
     """A uint64 key per (query code, doc key) pair."""
     with np.errstate(over="ignore"):
         # equal pairs give equal values; rare collisions of unequal pairs are verified later
-        return key * np.uint64(0x9E3779B97F4A7C15) + q.astype(np.uint64)  # type: ignore[no-any-return]
+        out = key * np.uint64(0x9E3779B97F4A7C15)
+        out += q.astype(np.uint64)
+        return out  # type: ignore[no-any-return]
 
 
 def check_duplicates(run: Run) -> None:
@@ -285,13 +356,14 @@ def check_duplicates(run: Run) -> None:
     if table.num_rows < 2:
         return
     qcode, _ = _codes(table.column("query_id"))
-    doc = table.column("doc_id").combine_chunks()
+    doc = table.column("doc_id")
     pair = _mix(qcode, _doc_key(doc))
-    srt = np.sort(pair)
-    dup = srt[1:][srt[1:] == srt[:-1]]
+    pair.sort()  # in place: the unsorted keys are recomputed only if a duplicate shows up
+    dup = pair[1:][pair[1:] == pair[:-1]]
+    del pair
     if dup.size == 0:
         return
-    rows = np.flatnonzero(np.isin(pair, dup))
+    rows = np.flatnonzero(np.isin(_mix(qcode, _doc_key(doc)), dup))
     sub = pa.table({"q": pa.array(qcode[rows]), "d": pc.take(doc, pa.array(rows)), "r": pa.array(rows)})
     seen: dict[tuple[int, str], int] = {}
     for q, d, r in zip(sub.column("q").to_pylist(), sub.column("d").to_pylist(), sub.column("r").to_pylist(), strict=True):
@@ -345,6 +417,7 @@ class Alignment:
         self.max_docs = max_docs
         self._views: dict[int, RankedLists] = {}
         check_duplicates(run)
+        release_memory()
 
         # judgments: max relevance over assessors per (query_id, doc_id)
         qt = qrels.table
@@ -359,9 +432,9 @@ class Alignment:
             self._j_qid = pa.array([], pa.string())
             self._j_doc = pa.array([], pa.string())
             self._j_rel = np.zeros(0)
-        rq = run.table.column("query_id").combine_chunks()
+        rq = contiguous(run.table.column("query_id"))
         self._r_qid_dict = rq
-        self._r_doc = run.table.column("doc_id").combine_chunks()
+        self._r_doc = run.table.column("doc_id")  # may stay chunked (large runs)
         self._r_score = _np(run.table.column("score")).astype(np.float64, copy=False)
 
         self.nested = False
@@ -387,7 +460,7 @@ class Alignment:
         import pyarrow.compute as pc
 
         qid = pa.concat_arrays([self._j_qid, pc.cast(self._r_qid, pa.string())])
-        doc = pa.concat_arrays([pc.cast(self._j_doc, pa.string()), pc.cast(self._r_doc, pa.string())])
+        doc = pa.concat_arrays([pc.cast(self._j_doc, pa.string()), pc.cast(contiguous(self._r_doc), pa.string())])
         key = pc.binary_join_element_wise(qid, doc, "\x1f")
         parts = pc.split_pattern(doc, sep, max_splits=1, reverse=True)
         has_sep = _np(pc.greater(pc.list_value_length(parts), 1))
@@ -430,7 +503,7 @@ class Alignment:
         if not self.nested:
             if level != 1:
                 return np.zeros(0, np.int64), qid[:0], qid[:0]
-            return np.arange(len(qid)), qid, qid
+            return np.arange(len(qid), dtype=_index_type(len(qid))), qid, qid
         depth = self._j_depth if side == "j" else self._r_depth
         rows = np.flatnonzero(depth == level - 1)
         take = pa.array(rows)
@@ -478,7 +551,7 @@ class Alignment:
         r_rows, r_group, _ = self._group("r", level)
         if level == 1 and not self.nested and pa.types.is_dictionary(self._r_qid_dict.type):
             dict_q = pc.fill_null(pc.index_in(self._r_qid_dict.dictionary, value_set=query_ids_pa), -1)
-            rq = _np(dict_q).astype(np.int64)[_np(self._r_qid_dict.indices)]
+            rq = _np(dict_q).astype(np.int32)[_np(self._r_qid_dict.indices)]
         else:
             rq = _np(pc.fill_null(pc.index_in(r_group, value_set=query_ids_pa), -1)).astype(np.int64)
         keep = rq >= 0
@@ -487,26 +560,39 @@ class Alignment:
             rq = rq[keep]
         score = self._r_score[r_rows] if len(r_rows) != len(self._r_score) else self._r_score
         doc = self._r_doc if len(r_rows) == len(self._r_doc) else pc.take(self._r_doc, pa.array(r_rows))
-        relevance = _lookup(rq, doc, judged_q, judged_doc, judged_rel)
+        # judged rows only (sparse): their positions follow every reordering below
+        jrows, jrel = _lookup(rq, doc, judged_q, judged_doc, judged_rel)
 
         # rank: query ascending, score descending, doc_id descending
         order = _rank_order(rq, score)
         if order is not None:
-            rq, score, r_rows, relevance = rq[order], score[order], r_rows[order], relevance[order]
+            rq, score, r_rows = rq[order], score[order], r_rows[order]
+            new_pos = np.empty(len(order), dtype=_index_type(len(order)))
+            new_pos[order] = np.arange(len(order), dtype=new_pos.dtype)
+            jrows = new_pos[jrows]
+            del new_pos
         # each query's rows are now one contiguous block (blocks in any query order)
         tie = _tie_order(rq, score, self._r_doc, r_rows)
         if tie is not None:
-            pos, perm = tie  # equal scores within a query: only rows and relevance move
+            pos, perm = tie  # equal scores within a query: only rows (and judged rows) move
             r_rows[pos] = r_rows[pos[perm]]
-            relevance[pos] = relevance[pos[perm]]
+            k = np.searchsorted(pos, jrows)
+            k_c = np.minimum(k, len(pos) - 1)
+            moved = pos[k_c] == jrows
+            jrows[moved] = pos[np.argsort(perm)[k_c[moved]]]
+        jsort = np.argsort(jrows, kind="stable")
+        jrows, jrel = jrows[jsort], jrel[jsort]
         starts, counts = _blocks(rq, nq)
         retrieved = counts > 0
-        rank = np.arange(len(rq), dtype=np.int64) - starts[rq]
-        if self.max_docs is not None:
-            top = rank < self.max_docs
-            if not top.all():
-                rq, score, r_rows, rank, relevance = rq[top], score[top], r_rows[top], rank[top], relevance[top]
-                starts, counts = _blocks(rq, nq)
+        if self.max_docs is not None and (counts > self.max_docs).any():
+            itype = _index_type(len(rq))
+            top = (np.arange(len(rq), dtype=itype) - starts.astype(itype)[rq]) < self.max_docs
+            new_pos = np.cumsum(top) - 1
+            keep_j = top[jrows]
+            jrows, jrel = new_pos[jrows[keep_j]], jrel[keep_j]
+            rq, score, r_rows = rq[top], score[top], r_rows[top]
+            starts, counts = _blocks(rq, nq)
+        judged_rows, judged_row_relevance = jrows.astype(np.int64), jrel
 
         return RankedLists(
             query_ids=query_ids,
@@ -515,8 +601,8 @@ class Alignment:
             starts=starts,
             counts=counts,
             query=rq,
-            rank=rank,
-            relevance=relevance,
+            judged_row_index=judged_rows,
+            judged_row_relevance=judged_row_relevance,
             score=score,
             rows=r_rows,
             run_doc_ids=self._r_doc,
@@ -551,26 +637,25 @@ def _rank_order(rq: np.ndarray, score: np.ndarray) -> np.ndarray | None:
 
 def _lookup(
     rq: np.ndarray, doc: pa.Array, judged_q: np.ndarray, judged_doc: pa.Array, judged_rel: np.ndarray
-) -> np.ndarray:
-    """Judged relevance of each run row (NaN where the (query, doc) pair is not judged)."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of the run whose (query, doc) pair is judged, and their relevance."""
     import pyarrow.compute as pc
 
-    relevance = np.full(len(rq), np.nan)
     if len(judged_rel) == 0 or len(rq) == 0:
-        return relevance
+        return np.zeros(0, np.int64), np.zeros(0)
     jdocs = pc.unique(judged_doc)
-    r_d = _np(pc.fill_null(pc.index_in(doc, value_set=jdocs), -1)).astype(np.int64)
+    r_d = _np(pc.fill_null(pc.index_in(doc, value_set=jdocs), -1))
     j_d = _np(pc.index_in(judged_doc, value_set=jdocs)).astype(np.int64)
     nd = len(jdocs)
     jkey = judged_q * nd + j_d
     korder = np.argsort(jkey, kind="stable")
     jkey_sorted = jkey[korder]
     hit = np.flatnonzero(r_d >= 0)
-    rkey = rq[hit] * nd + r_d[hit]
+    del r_d
+    rkey = rq[hit].astype(np.int64) * nd + _np(pc.index_in(pc.take(doc, hit), value_set=jdocs))
     pos = np.minimum(np.searchsorted(jkey_sorted, rkey), len(jkey_sorted) - 1)
     found = jkey_sorted[pos] == rkey
-    relevance[hit[found]] = judged_rel[korder[pos[found]]]
-    return relevance
+    return hit[found], judged_rel[korder[pos[found]]]
 
 
 def _tie_order(

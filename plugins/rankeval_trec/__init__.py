@@ -37,7 +37,7 @@ def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 def _found(data: RankedLists, rel: int, k: int | None) -> np.ndarray:
     """Per query: relevant documents retrieved (within the top *k*)."""
     rows = data.relevant_rows(rel)
-    return data.query_sum(rows, None if k is None else data.rank[rows] < k)
+    return data.query_sum(rows, None if k is None else data.rank_of(rows) < k)
 
 
 def _within_cumsum(q: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -83,7 +83,7 @@ class AP(_Flat):
 
     def compute(self, data: RankedLists) -> np.ndarray:
         rows = data.relevant_rows(self.rel)
-        rank = data.rank[rows]
+        rank = data.rank_of(rows)
         precision = (data.nth(rows) + 1.0) / (rank + 1.0)  # precision at each relevant row
         if self.k is not None:
             precision = precision * (rank < self.k)
@@ -107,8 +107,8 @@ class NDCG(_Flat):
 
     def compute(self, data: RankedLists) -> np.ndarray:
         rows = data.relevant_rows(np.nextafter(0, 1))  # gain = grade for grades > 0
-        rank = data.rank[rows]
-        discounted = data.relevance[rows] / np.log2(rank + 2.0)
+        rank = data.rank_of(rows)
+        discounted = data.relevance_of(rows) / np.log2(rank + 2.0)
         if self.k is not None:
             discounted = discounted * (rank < self.k)
         dcg = data.query_sum(rows, discounted)
@@ -200,7 +200,7 @@ class Rprec(_Flat):
     def compute(self, data: RankedLists) -> np.ndarray:
         num_rel = data.num_rel(self.rel)
         rows = data.relevant_rows(self.rel)
-        found = data.query_sum(rows, data.rank[rows] < num_rel[data.query[rows]])
+        found = data.query_sum(rows, data.rank_of(rows) < num_rel[data.query[rows]])
         return _safe_div(found, num_rel)
 
 
@@ -221,7 +221,7 @@ class Bpref(_Flat):
     def compute(self, data: RankedLists) -> np.ndarray:
         # only judged rows matter: count judged non-relevant rows ranked above each relevant one
         rows = data.judged_rows()
-        rel = data.relevance[rows]
+        rel = data.judged_row_relevance
         nonrel = (rel >= 0) & (rel < self.rel)
         hit = rel >= self.rel
         q = data.query[rows]
@@ -321,7 +321,7 @@ class Judged(_Flat):
 
     def compute(self, data: RankedLists) -> np.ndarray:
         rows = data.judged_rows()
-        judged = data.query_sum(rows, None if self.k is None else data.rank[rows] < self.k)
+        judged = data.query_sum(rows, None if self.k is None else data.rank_of(rows) < self.k)
         shown = data.counts if self.k is None else np.minimum(data.counts, self.k)
         return _safe_div(judged, shown.astype(float))
 
