@@ -78,10 +78,27 @@ def as_runs(runs: Any) -> list[Run]:
     else:
         out = [as_run(runs)]
     names = [r.name for r in out]
+    for name in {n for n in names if names.count(n) > 1}:
+        # same file name in different folders: name those runs by their tag column (as
+        # trec_eval prints it) when that tells them apart, else by their path
+        group = [i for i, r in enumerate(out) if r.name == name]
+        sources = [out[i].source for i in group]
+        if None in sources or len(set(sources)) != len(sources):
+            continue  # the same file twice: an error below
+        tags = [_single_tag(out[i]) for i in group]
+        use_tags = None not in tags and len(set(tags)) == len(tags)
+        for i, tag, source in zip(group, tags, sources, strict=True):
+            out[i] = as_run(out[i], tag if use_tags else source)
+    names = [r.name for r in out]
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
         raise UsageError(f"several runs are named {', '.join(dup)}; give unique names")
     return out
+
+
+def _single_tag(run: Run) -> str | None:
+    tags = run.table.column("tag").unique().to_pylist() if run.table.num_rows else []
+    return str(tags[0]) if len(tags) == 1 else None
 
 
 def evaluate(
@@ -92,6 +109,7 @@ def evaluate(
     missing_zero: bool = True,
     nest_sep: str | None = "/",
     max_docs: int | None = None,
+    on_duplicate: str = "error",
     registry: Registry | None = None,
 ) -> pd.DataFrame:
     """Evaluate runs against qrels.
@@ -107,6 +125,8 @@ def evaluate(
             queries both have.
         nest_sep: separator of nested item ids (``PARENT/CHILD``); ``None`` disables nesting.
         max_docs: evaluate only each query's top *max_docs* documents (trec_eval ``-M``).
+        on_duplicate: a (query, doc) pair given twice in a run is an error (``"error"``, as
+            trec_eval), or keeps its ``"first"`` line, or its ``"max"``-scoring line.
         registry: measure registry to resolve specs with (default: all installed plugins).
 
     Returns:
@@ -122,7 +142,7 @@ def evaluate(
     qrels_obj: Qrels = as_qrels(qrels)
     parts: list[pd.DataFrame] = []
     for run in as_runs(runs):
-        alignment = Alignment(qrels_obj, run, nest_sep=nest_sep, max_docs=max_docs)
+        alignment = Alignment(qrels_obj, run, nest_sep=nest_sep, max_docs=max_docs, on_duplicate=on_duplicate)
         for measure in measure_list:
             query_ids, values = _per_query(alignment, measure, missing_zero)
             agg = measure.aggregate(values)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rankeval.errors import InputError
+from rankeval.errors import InputError, UsageError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -347,14 +347,27 @@ def _mix(q: np.ndarray, key: np.ndarray) -> np.ndarray:
         return out  # type: ignore[no-any-return]
 
 
-def check_duplicates(run: Run) -> None:
-    """Raise :class:`InputError` if a (query_id, doc_id) pair occurs twice in *run*."""
+DUPLICATE_POLICIES = ("error", "first", "max")
+
+
+def check_duplicates(run: Run, on_duplicate: str = "error") -> Run:
+    """Find (query_id, doc_id) pairs that occur more than once in *run*.
+
+    Args:
+        run: the run.
+        on_duplicate: ``"error"`` (trec_eval's rule: an :class:`InputError` naming both
+            lines), ``"first"`` (keep the first line of each pair in file order) or ``"max"``
+            (keep the line with the highest score; the first of equal ones).
+
+    Returns:
+        *run* itself, or a copy without the dropped duplicate lines.
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
     table = run.table
     if table.num_rows < 2:
-        return
+        return run
     qcode, _ = _codes(table.column("query_id"))
     doc = table.column("doc_id")
     pair = _mix(qcode, _doc_key(doc))
@@ -362,40 +375,45 @@ def check_duplicates(run: Run) -> None:
     dup = pair[1:][pair[1:] == pair[:-1]]
     del pair
     if dup.size == 0:
-        return
+        return run
     rows = np.flatnonzero(np.isin(_mix(qcode, _doc_key(doc)), dup))
     sub = pa.table({"q": pa.array(qcode[rows]), "d": pc.take(doc, pa.array(rows)), "r": pa.array(rows)})
+    score = _np(table.column("score"))
     seen: dict[tuple[int, str], int] = {}
+    drop: list[int] = []
     for q, d, r in zip(sub.column("q").to_pylist(), sub.column("d").to_pylist(), sub.column("r").to_pylist(), strict=True):
-        if (q, d) in seen:
-            first = seen[(q, d)]
-            qid = table.column("query_id")[r].as_py()
-            first_line, _ = run.line_of(first)
-            line, text = run.line_of(r)
-            if line is None:
-                raise InputError(
-                    f"duplicate document {d!r} for query {qid!r} (rows {first + 1} and {r + 1})",
-                    source=run.name,
-                )
+        if (q, d) not in seen:
+            seen[(q, d)] = r
+            continue
+        first = seen[(q, d)]
+        if on_duplicate == "first" or (on_duplicate == "max" and score[r] <= score[first]):
+            drop.append(r)
+            continue
+        if on_duplicate == "max":
+            drop.append(first)
+            seen[(q, d)] = r
+            continue
+        qid = table.column("query_id")[r].as_py()
+        first_line, _ = run.line_of(first)
+        line, text = run.line_of(r)
+        hint = "; --on-duplicate first|max keeps one of them"
+        if line is None:
             raise InputError(
-                f"duplicate document {d!r} for query {qid!r} (first on line {first_line}); "
-                "trec_eval rejects duplicate docs too",
-                source=run.source, line=line, text=text,
+                f"duplicate document {d!r} for query {qid!r} (rows {first + 1} and {r + 1}){hint}",
+                source=run.name,
             )
-        seen[(q, d)] = r
+        raise InputError(
+            f"duplicate document {d!r} for query {qid!r} (first on line {first_line}); "
+            f"trec_eval rejects duplicate docs too{hint}",
+            source=run.source, line=line, text=text,
+        )
+    keep = np.ones(table.num_rows, dtype=bool)
+    keep[drop] = False
+    lines = run.lines[keep] if run.lines is not None else (np.flatnonzero(keep) + 1 if run.source else None)
+    return type(run)(table.filter(pa.array(keep)), run.name, run.source, lines)
 
 
 # ---------------------------------------------------------------------------------------
-@dataclass
-class _Items:
-    """Either side (qrels judgments or run rows) with nesting depth and grouping key."""
-
-    qid: pa.Array  # string
-    doc: pa.Array  # string
-    depth: np.ndarray | None  # None: no nesting anywhere
-    parent_doc: pa.Array | None
-
-
 class Alignment:
     """The qrels and one run, aligned once; :meth:`view` gives the ranked lists per level.
 
@@ -404,19 +422,27 @@ class Alignment:
         run: the run.
         nest_sep: nested-item separator (``None`` disables nesting).
         max_docs: evaluate only the top *max_docs* rows of each query (trec_eval ``-M``).
+        on_duplicate: what to do with a (query, doc) pair given twice: ``error`` (default,
+            as trec_eval), ``first`` or ``max`` (see :func:`check_duplicates`).
     """
 
     def __init__(
-        self, qrels: Qrels, run: Run, nest_sep: str | None = "/", max_docs: int | None = None
+        self,
+        qrels: Qrels,
+        run: Run,
+        nest_sep: str | None = "/",
+        max_docs: int | None = None,
+        on_duplicate: str = "error",
     ) -> None:
         import pyarrow as pa
         import pyarrow.compute as pc
 
         self.qrels = qrels
-        self.run = run
+        if on_duplicate not in DUPLICATE_POLICIES:
+            raise UsageError(f"on_duplicate must be one of {', '.join(DUPLICATE_POLICIES)}, not {on_duplicate!r}")
         self.max_docs = max_docs
         self._views: dict[int, RankedLists] = {}
-        check_duplicates(run)
+        self.run = run = check_duplicates(run, on_duplicate)
         release_memory()
 
         # judgments: max relevance over assessors per (query_id, doc_id)

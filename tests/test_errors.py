@@ -371,3 +371,36 @@ def test_output_written_on_success_replaces_file(tmp_path, good) -> None:
     # AP: q1 (1/1 + 2/3)/2 = 0.8333 ; q2 1.0 ; mean 0.9167
     assert out.read_text() == "AP                    \tall\t0.9167\n"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith((".out", "out"))) == ["out.txt"]
+
+
+# ------------------------------------------------------------------ --on-duplicate
+def test_on_duplicate_first_and_max(tmp_path):
+    """SPEC §2.2: --on-duplicate first|max relaxes the duplicate-document error."""
+    q = tmp_path / "q.txt"
+    r = tmp_path / "r.txt"
+    q.write_text("1 0 a 1\n1 0 b 0\n")
+    # 'a' twice: first with score 1 (rank 2 behind b), then with score 3 (rank 1)
+    r.write_text("1 Q0 a 1 1.0 t\n1 Q0 b 2 2.0 t\n1 Q0 a 3 3.0 t\n")
+    import rankeval
+
+    first = rankeval.evaluate(q, r, "RR", on_duplicate="first")
+    best = rankeval.evaluate(q, r, "RR", on_duplicate="max")
+    assert first[first["query_id"] == "1"]["value"].item() == 0.5  # a keeps 1.0: b, a
+    assert best[best["query_id"] == "1"]["value"].item() == 1.0  # a keeps 3.0: a, b
+    result = CliRunner().invoke(app, [str(q), str(r), "-m", "RR", "--on-duplicate", "max", "-q"])
+    assert result.exit_code == 0 and "RR                    \t1\t1.0000" in result.output
+    bad = CliRunner().invoke(app, [str(q), str(r), "-m", "RR", "--on-duplicate", "sometimes"])
+    assert bad.exit_code == 2 and "on_duplicate must be one of error, first, max" in bad.output
+
+
+def test_runs_with_the_same_file_name_are_named_by_tag(tmp_path):
+    q = tmp_path / "q.txt"
+    q.write_text("1 0 a 1\n")
+    (tmp_path / "x").mkdir()
+    (tmp_path / "y").mkdir()
+    (tmp_path / "x" / "run.txt").write_text("1 Q0 a 1 1.0 alpha\n")
+    (tmp_path / "y" / "run.txt").write_text("1 Q0 a 1 1.0 beta\n")
+    import rankeval
+
+    frame = rankeval.evaluate(q, [tmp_path / "x" / "run.txt", tmp_path / "y" / "run.txt"], "RR")
+    assert sorted(set(frame["run"])) == ["alpha", "beta"]

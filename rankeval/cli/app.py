@@ -107,6 +107,9 @@ def evaluate_cmd(
     ] = False,
     max_docs: Annotated[int | None, typer.Option("-M", "--max-docs", help="Evaluate only the top N documents of each query (trec_eval -M).")] = None,
     nest_sep: Annotated[str, typer.Option("--nest-sep", help="Nested-item separator; 'none' disables nesting.")] = "/",
+    on_duplicate: Annotated[
+        str, typer.Option("--on-duplicate", help="A document given twice for a query: error (as trec_eval), first or max.")
+    ] = "error",
 ) -> None:
     """Score runs against qrels (the default command)."""
     from rankeval.report import format_results, write_atomic
@@ -135,6 +138,7 @@ def evaluate_cmd(
             missing_zero=not no_missing_zero,
             nest_sep=None if nest_sep.lower() == "none" else nest_sep,
             max_docs=max_docs,
+            on_duplicate=on_duplicate,
             registry=registry,
         )
         text = format_results(frame, fmt, per_query=per_query, precision=digits)
