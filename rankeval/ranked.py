@@ -338,12 +338,35 @@ def _fnv(doc: pa.Array) -> np.ndarray:
     return h
 
 
+def _contains(arr: Any, sep: str) -> bool:
+    """Whether any string of *arr* contains *sep* (a byte scan for one-byte separators)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = sep.encode()
+    if len(encoded) != 1:
+        return bool(pc.any(pc.match_substring(arr, sep)).as_py())
+    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    for chunk in chunks:
+        if len(chunk) == 0:
+            continue
+        buffers = chunk.buffers()
+        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        offsets = np.frombuffer(buffers[1], width)[chunk.offset : chunk.offset + len(chunk) + 1]
+        if buffers[2] is None:
+            continue
+        data = np.frombuffer(buffers[2], np.uint8)[offsets[0] : offsets[-1]]
+        if (data == encoded[0]).any():
+            return True
+    return False
+
+
 def _mix(q: np.ndarray, key: np.ndarray) -> np.ndarray:
     """A uint64 key per (query code, doc key) pair."""
     with np.errstate(over="ignore"):
         # equal pairs give equal values; rare collisions of unequal pairs are verified later
         out = key * np.uint64(0x9E3779B97F4A7C15)
-        out += q.astype(np.uint64)
+        np.add(out, q, out=out, dtype=np.uint64, casting="unsafe")  # q: non-negative codes
         return out  # type: ignore[no-any-return]
 
 
@@ -465,10 +488,7 @@ class Alignment:
 
         self.nested = False
         if nest_sep:
-            has = pc.any(pc.match_substring(self._j_doc, nest_sep)).as_py() or pc.any(
-                pc.match_substring(self._r_doc, nest_sep)
-            ).as_py()
-            if has:
+            if _contains(self._j_doc, nest_sep) or _contains(self._r_doc, nest_sep):
                 self._resolve_nesting(nest_sep)
         self.sep = nest_sep or "/"
 
@@ -525,11 +545,16 @@ class Alignment:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        qid = self._j_qid if side == "j" else self._r_qid
         if not self.nested:
+            n = len(self._j_qid) if side == "j" else len(self._r_doc)
+            if side == "r" and level == 1 and pa.types.is_dictionary(self._r_qid_dict.type):
+                # the caller maps the run's query dictionary directly (no per-row strings)
+                return np.arange(n, dtype=_index_type(n)), None, None
+            qid = self._j_qid if side == "j" else self._r_qid
             if level != 1:
                 return np.zeros(0, np.int64), qid[:0], qid[:0]
-            return np.arange(len(qid), dtype=_index_type(len(qid))), qid, qid
+            return np.arange(n, dtype=_index_type(n)), qid, qid
+        qid = self._j_qid if side == "j" else self._r_qid
         depth = self._j_depth if side == "j" else self._r_depth
         rows = np.flatnonzero(depth == level - 1)
         take = pa.array(rows)
@@ -670,15 +695,16 @@ def _lookup(
     if len(judged_rel) == 0 or len(rq) == 0:
         return np.zeros(0, np.int64), np.zeros(0)
     jdocs = pc.unique(judged_doc)
-    r_d = _np(pc.fill_null(pc.index_in(doc, value_set=jdocs), -1))
+    found_doc = pc.index_in(doc, value_set=jdocs)  # null where the doc is judged nowhere
+    hit = np.flatnonzero(_np(pc.is_valid(found_doc)))
+    r_d = _np(pc.drop_null(found_doc)).astype(np.int64)  # the doc index of each hit row
+    del found_doc
     j_d = _np(pc.index_in(judged_doc, value_set=jdocs)).astype(np.int64)
     nd = len(jdocs)
     jkey = judged_q * nd + j_d
     korder = np.argsort(jkey, kind="stable")
     jkey_sorted = jkey[korder]
-    hit = np.flatnonzero(r_d >= 0)
-    del r_d
-    rkey = rq[hit].astype(np.int64) * nd + _np(pc.index_in(pc.take(doc, hit), value_set=jdocs))
+    rkey = rq[hit].astype(np.int64) * nd + r_d
     pos = np.minimum(np.searchsorted(jkey_sorted, rkey), len(jkey_sorted) - 1)
     found = jkey_sorted[pos] == rkey
     return hit[found], judged_rel[korder[pos[found]]]

@@ -121,11 +121,6 @@ def evaluate_cmd(
             raise UsageError("no measure given; use -m SPEC (e.g. -m AP -m nDCG@10); `rankeval measures` lists them")
         digits, _, _ = _split_p(p)
         digits = precision if precision is not None else digits
-        # pandas is only needed once results are tabulated: import it in the background
-        # while the files are read (pyarrow's parser releases the GIL)
-        import threading
-
-        threading.Thread(target=__import__, args=("pandas",), daemon=True).start()
         registry = _registry([*p, *plugin])
         measures = [m for spec in measure for m in registry.parse_many(spec)]
         from rankeval.data import Qrels, Run
