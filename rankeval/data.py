@@ -223,13 +223,14 @@ def _looks_like_dataset_id(text: str) -> bool:
 
 def as_qrels(qrels: Any) -> Qrels:
     """Coerce a path, DataFrame, dict or :class:`Qrels` to :class:`Qrels`."""
-    import pandas as pd
+    import sys
 
     if isinstance(qrels, Qrels):
         return qrels
     if isinstance(qrels, (str, Path)):
         return Qrels.read(qrels)
-    if isinstance(qrels, pd.DataFrame):
+    pd = sys.modules.get("pandas")  # a DataFrame implies pandas is loaded
+    if pd is not None and isinstance(qrels, pd.DataFrame):
         return Qrels.from_frame(qrels)
     if isinstance(qrels, Mapping):
         return Qrels.from_dict(qrels)
@@ -238,7 +239,7 @@ def as_qrels(qrels: Any) -> Qrels:
 
 def as_run(run: Any, name: str | None = None) -> Run:
     """Coerce a path, DataFrame, dict or :class:`Run` to :class:`Run`."""
-    import pandas as pd
+    import sys
 
     if isinstance(run, Run):
         if name is not None and name != run.name:
@@ -246,7 +247,8 @@ def as_run(run: Any, name: str | None = None) -> Run:
         return run
     if isinstance(run, (str, Path)):
         return Run.read(run, name)
-    if isinstance(run, pd.DataFrame):
+    pd = sys.modules.get("pandas")  # a DataFrame implies pandas is loaded
+    if pd is not None and isinstance(run, pd.DataFrame):
         return Run.from_frame(run, name or "run")
     if isinstance(run, Mapping):
         return Run.from_dict(run, name or "run")

@@ -9,6 +9,7 @@ values of nested sub-queries are averaged per query; the aggregate row (``query_
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
     from rankeval.registry import Registry
 
-__all__ = ["evaluate", "resolve_measures", "as_runs", "ALL"]
+__all__ = ["evaluate", "evaluate_results", "Results", "resolve_measures", "as_runs", "ALL"]
 
 ALL = "all"
 COLUMNS = ["run", "query_id", "measure", "value"]
@@ -60,16 +61,23 @@ def resolve_measures(
     return unique
 
 
+def _frame_types() -> tuple[type, ...]:
+    """``(pandas.DataFrame,)`` if pandas is loaded (a DataFrame implies it is), else ``()``."""
+    import sys
+
+    pd = sys.modules.get("pandas")
+    return (pd.DataFrame,) if pd is not None else ()
+
+
 def as_runs(runs: Any) -> list[Run]:
     """Runs from one run (path, DataFrame, ``{qid: {doc: score}}``, :class:`Run`), a list of
     them, or a ``{name: run}`` mapping. Names must be unique."""
-    import pandas as pd
-
-    if isinstance(runs, (str, Path, Run, pd.DataFrame)):
+    single = (str, Path, Run, *_frame_types())
+    if isinstance(runs, single):
         out = [as_run(runs)]
     elif isinstance(runs, Mapping):
         values = list(runs.values())
-        if values and all(isinstance(v, (str, Path, Run, pd.DataFrame)) for v in values):
+        if values and all(isinstance(v, single) for v in values):
             out = [as_run(v, str(k)) for k, v in runs.items()]
         else:
             out = [as_run(runs)]
@@ -134,32 +142,77 @@ def evaluate(
         query and measure, plus one aggregate row per run and measure with
         ``query_id == "all"``. Queries appear in sorted order, measures in the order given.
     """
-    import pandas as pd
+    return evaluate_results(
+        qrels, runs, measures, missing_zero=missing_zero, nest_sep=nest_sep, max_docs=max_docs,
+        on_duplicate=on_duplicate, registry=registry,
+    ).to_frame()
 
+
+@dataclass
+class Results:
+    """Evaluation results as plain columns (what :func:`evaluate` turns into a DataFrame).
+
+    Attributes:
+        rows: ``(run, query_id, measure, value)`` column arrays, in evaluation order: per run,
+            per measure, its queries (sorted) then the ``all`` aggregate.
+        integer_measures: names of count measures (printed without decimals).
+    """
+
+    run: list[np.ndarray] = field(default_factory=list)
+    query_id: list[np.ndarray] = field(default_factory=list)
+    measure: list[np.ndarray] = field(default_factory=list)
+    value: list[np.ndarray] = field(default_factory=list)
+    integer_measures: set[str] = field(default_factory=set)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The four columns, concatenated."""
+        def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+            return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+        return {
+            "run": cat(self.run, object),
+            "query_id": cat(self.query_id, object),
+            "measure": cat(self.measure, object),
+            "value": cat(self.value, np.float64),
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """A long DataFrame ``run, query_id, measure, value``."""
+        import pandas as pd
+
+        frame = pd.DataFrame(self.columns())
+        frame.attrs["integer_measures"] = sorted(self.integer_measures)
+        return frame
+
+
+def evaluate_results(
+    qrels: Any,
+    runs: Any,
+    measures: str | Measure | Iterable[str | Measure],
+    *,
+    missing_zero: bool = True,
+    nest_sep: str | None = "/",
+    max_docs: int | None = None,
+    on_duplicate: str = "error",
+    registry: Registry | None = None,
+) -> Results:
+    """:func:`evaluate` without pandas: the same rows as plain arrays (used by the CLI)."""
     measure_list = resolve_measures(measures, registry)
     if max_docs is not None and max_docs < 1:
         raise UsageError("max_docs must be a positive integer")
     qrels_obj: Qrels = as_qrels(qrels)
-    parts: list[pd.DataFrame] = []
+    out = Results(integer_measures={str(m) for m in measure_list if m.integer})
     for run in as_runs(runs):
         alignment = Alignment(qrels_obj, run, nest_sep=nest_sep, max_docs=max_docs, on_duplicate=on_duplicate)
         for measure in measure_list:
             query_ids, values = _per_query(alignment, measure, missing_zero)
             agg = measure.aggregate(values)
             n = len(query_ids)
-            parts.append(
-                pd.DataFrame(
-                    {
-                        "run": np.repeat(run.name, n + 1).astype(object),
-                        "query_id": np.concatenate([query_ids.astype(object), np.array([ALL], dtype=object)]),
-                        "measure": np.repeat(str(measure), n + 1).astype(object),
-                        "value": np.concatenate([values.astype(np.float64), [agg]]),
-                    }
-                )
-            )
-    frame = pd.concat(parts, ignore_index=True)
-    frame.attrs["integer_measures"] = sorted({str(m) for m in measure_list if m.integer})
-    return frame
+            out.run.append(np.full(n + 1, run.name, dtype=object))
+            out.query_id.append(np.concatenate([query_ids.astype(object), np.array([ALL], dtype=object)]))
+            out.measure.append(np.full(n + 1, str(measure), dtype=object))
+            out.value.append(np.concatenate([values.astype(np.float64), [agg]]))
+    return out
 
 
 def _per_query(alignment: Alignment, measure: Measure, missing_zero: bool) -> tuple[np.ndarray, np.ndarray]:

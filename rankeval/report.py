@@ -7,12 +7,12 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rankeval.errors import UsageError
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import numpy as np
 
 __all__ = ["FORMATS", "format_results", "write_atomic"]
 
@@ -34,28 +34,36 @@ def _value(v: float, integer: bool, precision: int | None) -> str:
     return f"{v:.{precision}f}"
 
 
-def _ordered(frame: pd.DataFrame, per_query: bool) -> pd.DataFrame:
-    """Rows in trec_eval's order: per run, queries sorted (``all`` last), measures as given."""
-    import pandas as pd
+def _columns(results: Any) -> tuple[dict[str, np.ndarray], set[str]]:
+    """Columns and count-measure names of a :class:`~rankeval.engine.Results` or DataFrame."""
+    import numpy as np
 
+    if hasattr(results, "columns") and callable(results.columns):
+        return results.columns(), set(results.integer_measures)
+    cols = {c: np.asarray(results[c].to_numpy(), dtype=object if c != "value" else np.float64)
+            for c in ("run", "query_id", "measure", "value")}
+    return cols, set(results.attrs.get("integer_measures", ()))
+
+
+def _ordered(cols: dict[str, np.ndarray], per_query: bool) -> list[tuple[str, str, str, float]]:
+    """Rows in trec_eval's order: per run, queries sorted (``all`` last), measures as given."""
+    import numpy as np
+
+    run, qid, measure, value = cols["run"], cols["query_id"], cols["measure"], cols["value"]
+    is_all = qid == ALL
     if not per_query:
-        frame = frame[frame["query_id"] == ALL]
-    measures = list(dict.fromkeys(frame["measure"]))
-    runs = list(dict.fromkeys(frame["run"]))
-    key = pd.DataFrame(
-        {
-            "r": frame["run"].map({r: i for i, r in enumerate(runs)}),
-            "a": (frame["query_id"] == ALL).astype(int),
-            "q": frame["query_id"],
-            "m": frame["measure"].map({m: i for i, m in enumerate(measures)}),
-        },
-        index=frame.index,
-    )
-    return frame.loc[key.sort_values(["r", "a", "q", "m"], kind="stable").index]
+        run, qid, measure, value, is_all = run[is_all], qid[is_all], measure[is_all], value[is_all], is_all[is_all]
+    run_code = {r: i for i, r in enumerate(dict.fromkeys(run.tolist()))}
+    measure_code = {m: i for i, m in enumerate(dict.fromkeys(measure.tolist()))}
+    r = np.array([run_code[x] for x in run.tolist()], dtype=np.int64)
+    m = np.array([measure_code[x] for x in measure.tolist()], dtype=np.int64)
+    _, q = np.unique(qid.astype(str), return_inverse=True)
+    order = np.lexsort((m, q.reshape(-1), is_all.astype(np.int64), r))
+    return list(zip(run[order].tolist(), qid[order].tolist(), measure[order].tolist(), value[order].tolist(), strict=True))
 
 
 def format_results(
-    frame: pd.DataFrame,
+    results: Any,
     fmt: str = "trec",
     *,
     per_query: bool = False,
@@ -64,19 +72,19 @@ def format_results(
     """Render an :func:`rankeval.evaluate` result.
 
     Args:
-        frame: the long result table (``run, query_id, measure, value``).
+        results: an :func:`rankeval.evaluate` DataFrame (``run, query_id, measure, value``)
+            or the :class:`~rankeval.engine.Results` of :func:`rankeval.engine.evaluate_results`.
         fmt: one of :data:`FORMATS`.
         per_query: include per-query rows (``-q``), not only the ``all`` rows.
         precision: decimals; default 4 for trec/markdown/latex, full precision otherwise.
     """
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    integer = set(frame.attrs.get("integer_measures", ()))
-    rows = _ordered(frame, per_query)
-    several = rows["run"].nunique() > 1
+    cols, integer = _columns(results)
+    records = _ordered(cols, per_query)
+    several = len({run for run, _, _, _ in records}) > 1
     if precision is None and fmt in ("trec", "markdown", "latex"):
         precision = 4
-    records = list(zip(rows["run"], rows["query_id"], rows["measure"], rows["value"], strict=True))
     if fmt == "trec":
         width = max([22, *(len(m) for _, _, m, _ in records)]) if records else 22
         lines = []

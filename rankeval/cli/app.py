@@ -124,11 +124,11 @@ def evaluate_cmd(
         registry = _registry([*p, *plugin])
         measures = [m for spec in measure for m in registry.parse_many(spec)]
         from rankeval.data import Qrels, Run
-        from rankeval.engine import as_runs, evaluate
+        from rankeval.engine import as_runs, evaluate_results
 
         qrels_obj = Qrels.read(qrels)
         run_objs = as_runs([Run.read(r) for r in runs])
-        frame = evaluate(
+        results = evaluate_results(
             qrels_obj, run_objs, measures,
             missing_zero=not no_missing_zero,
             nest_sep=None if nest_sep.lower() == "none" else nest_sep,
@@ -136,7 +136,7 @@ def evaluate_cmd(
             on_duplicate=on_duplicate,
             registry=registry,
         )
-        text = format_results(frame, fmt, per_query=per_query, precision=digits)
+        text = format_results(results, fmt, per_query=per_query, precision=digits)
         if output is not None:
             write_atomic(output, text)
         else:
