@@ -31,7 +31,7 @@ def generate(out: Path, queries: int, depth: int, seed: int = 42) -> tuple[Path,
     qrels_path = out / "qrels.txt"
     with qrels_path.open("w") as fh:
         for i, q in enumerate(qids):
-            for j in range(n_rel[i]):
+            for _ in range(n_rel[i]):
                 if rng.random() < 0.8:
                     doc = docs[i, rng.integers(0, depth)]
                 else:

@@ -17,21 +17,21 @@ from rankeval.measure import Duration, Measure, param
 __version__ = "0.1.0"
 
 __all__ = [
-    "evaluate",
-    "parse_measure",
-    "Qrels",
-    "Run",
-    "Measure",
     "Duration",
-    "param",
+    "InputError",
+    "Measure",
+    "PluginError",
+    "Qrels",
+    "RankevalError",
+    "Run",
+    "SpecError",
+    "UsageError",
+    "__version__",
+    "evaluate",
     "hookimpl",
     "load_registry",
-    "RankevalError",
-    "InputError",
-    "UsageError",
-    "SpecError",
-    "PluginError",
-    "__version__",
+    "param",
+    "parse_measure",
 ]
 
 if TYPE_CHECKING:

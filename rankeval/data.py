@@ -73,14 +73,12 @@ class Qrels:
         try:
             dataset = ir_datasets.load(dataset_id)
         except KeyError:
-            raise InputError(
-                "file not found, and not an ir_datasets id either", source=dataset_id
-            ) from None
+            raise InputError("file not found, and not an ir_datasets id either", source=dataset_id) from None
         if not dataset.has_qrels():
             raise InputError("this ir_datasets dataset has no qrels", source=dataset_id)
         try:
             rows = [(q.query_id, q.iteration, q.doc_id, q.relevance) for q in dataset.qrels_iter()]
-        except Exception as exc:  # noqa: BLE001 - any download/parse failure becomes one message
+        except Exception as exc:
             raise InputError(f"could not load qrels from ir_datasets: {exc}", source=dataset_id) from None
         frame = pd.DataFrame(rows, columns=["query_id", "iteration", "doc_id", "relevance"])
         return cls.from_frame(frame, source=dataset_id)

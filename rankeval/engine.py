@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from rankeval.registry import Registry
 
-__all__ = ["evaluate", "evaluate_results", "Results", "resolve_measures", "as_runs", "ALL"]
+__all__ = ["ALL", "Results", "as_runs", "evaluate", "evaluate_results", "resolve_measures"]
 
 ALL = "all"
 COLUMNS = ["run", "query_id", "measure", "value"]
@@ -143,8 +143,14 @@ def evaluate(
         ``query_id == "all"``. Queries appear in sorted order, measures in the order given.
     """
     return evaluate_results(
-        qrels, runs, measures, missing_zero=missing_zero, nest_sep=nest_sep, max_docs=max_docs,
-        on_duplicate=on_duplicate, registry=registry,
+        qrels,
+        runs,
+        measures,
+        missing_zero=missing_zero,
+        nest_sep=nest_sep,
+        max_docs=max_docs,
+        on_duplicate=on_duplicate,
+        registry=registry,
     ).to_frame()
 
 
@@ -166,6 +172,7 @@ class Results:
 
     def columns(self) -> dict[str, np.ndarray]:
         """The four columns, concatenated."""
+
         def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
             return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
@@ -226,9 +233,7 @@ def _per_query(alignment: Alignment, measure: Measure, missing_zero: bool) -> tu
         )
     values = np.asarray(measure.compute(view), dtype=np.float64)
     if values.shape != (view.num_queries,):
-        raise UsageError(
-            f"measure {measure} returned {values.shape} values for {view.num_queries} queries"
-        )
+        raise UsageError(f"measure {measure} returned {values.shape} values for {view.num_queries} queries")
     # a query of the qrels that the run lacks is evaluated on an empty ranking, as trec_eval
     # -c does: every rank-based measure is 0 there, while e.g. NumRel keeps its count
     retrieved = view.retrieved

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-__all__ = ["read_bytes", "read_run_table", "read_qrels_table", "source_name"]
+__all__ = ["read_bytes", "read_qrels_table", "read_run_table", "source_name"]
 
 _MAGIC = {b"\x1f\x8b": gzip.decompress, b"BZh": bz2.decompress, b"\xfd7zXZ\x00": lzma.decompress}
 _BOM = b"\xef\xbb\xbf"
@@ -78,7 +78,10 @@ def _check_utf8(data: bytes, name: str) -> None:
         end = data.find(b"\n", exc.start)
         text = data[start : end if end >= 0 else len(data)].decode("utf-8", "replace")
         raise InputError(
-            "not valid UTF-8 text", source=name, line=line, column=exc.start - start + 1,
+            "not valid UTF-8 text",
+            source=name,
+            line=line,
+            column=exc.start - start + 1,
             text=text.rstrip("\r"),
         ) from None
 
@@ -137,9 +140,7 @@ def _split_lines(data: bytes, name: str) -> _Lines:
         table = pcsv.read_csv(
             pa.BufferReader(data),
             read_options=pcsv.ReadOptions(column_names=["line"], block_size=1 << 24),
-            parse_options=pcsv.ParseOptions(
-                delimiter="\x1f", quote_char=False, ignore_empty_lines=False
-            ),
+            parse_options=pcsv.ParseOptions(delimiter="\x1f", quote_char=False, ignore_empty_lines=False),
             convert_options=pcsv.ConvertOptions(
                 column_types={"line": pa.string()},
                 strings_can_be_null=False,
@@ -154,13 +155,11 @@ def _split_lines(data: bytes, name: str) -> _Lines:
         return _Lines(name, pc.ascii_split_whitespace(empty), np.zeros(0, np.int64), empty)
     raw = table.column("line").combine_chunks()
     trimmed = pc.utf8_trim_whitespace(raw)
-    keep = pc.and_(
-        pc.not_equal(pc.utf8_length(trimmed), 0), pc.invert(pc.starts_with(trimmed, "#"))
-    )
-    line = np.flatnonzero(keep.to_numpy(zero_copy_only=False)) + 1
+    keep = pc.and_(pc.not_equal(pc.utf8_length(trimmed), 0), pc.invert(pc.starts_with(trimmed, "#")))
+    line_numbers = np.flatnonzero(keep.to_numpy(zero_copy_only=False)) + 1
     trimmed = trimmed.filter(keep)
     raw = raw.filter(keep)
-    return _Lines(name, pc.utf8_split_whitespace(trimmed), line, raw)
+    return _Lines(name, pc.utf8_split_whitespace(trimmed), line_numbers, raw)
 
 
 def _need_columns(lines: _Lines, count: int, what: str) -> None:
@@ -240,8 +239,12 @@ def _run_fast(path: Path) -> pa.Table | None:
                 ),
                 convert_options=pcsv.ConvertOptions(
                     column_types={
-                        "query_id": dict_type, "q0": dict_type, "doc_id": pa.string(),
-                        "rank": pa.string(), "score": pa.float64(), "tag": dict_type,
+                        "query_id": dict_type,
+                        "q0": dict_type,
+                        "doc_id": pa.string(),
+                        "rank": pa.string(),
+                        "score": pa.float64(),
+                        "tag": dict_type,
                     },
                     include_columns=["query_id", "q0", "doc_id", "score", "tag"],
                     null_values=[],
@@ -382,7 +385,9 @@ def read_qrels_table(source: str | Path) -> pa.Table:
             dup = np.flatnonzero(np.diff(rows) == 0)
             if dup.size:
                 i = int(np.flatnonzero(mask)[dup[0] + 1])
-                raise lines.fail(int(parent[i]), f"attribute {key!r} given twice on one line", int(field_no[i]))
+                raise lines.fail(
+                    int(parent[i]), f"attribute {key!r} given twice on one line", int(field_no[i])
+                )
             full = np.full(len(lines.line), None, dtype=object)
             full[rows] = values.filter(pa.array(mask)).to_numpy(zero_copy_only=False)
             columns[key] = pa.array(full, pa.string())

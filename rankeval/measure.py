@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from rankeval.ranked import RankedLists
 
-__all__ = ["Measure", "Duration", "param", "ParamInfo"]
+__all__ = ["Duration", "Measure", "ParamInfo", "param"]
 
 
 class Duration(float):
@@ -49,7 +49,7 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(float(x))
 
 
-def param(default: Any, help: str, **extra: Any) -> Any:  # noqa: A002 - mirrors argparse
+def param(default: Any, help: str, **extra: Any) -> Any:
     """Declare a measure parameter: a dataclass field with a default and help text."""
     return dataclasses.field(default=default, metadata={"help": help, **extra})
 
@@ -171,7 +171,9 @@ class Measure:
         for key, value in items:
             if key is None:
                 if cls.at is None:
-                    raise spec.error(f"{cls.name} takes no '@' value; parameters: {valid or 'none'}", value.column)
+                    raise spec.error(
+                        f"{cls.name} takes no '@' value; parameters: {valid or 'none'}", value.column
+                    )
                 key = cls.at
             if key not in infos:
                 raise spec.error(
@@ -235,7 +237,12 @@ def convert_value(value: Value, tp: Any) -> Any:
         scale = {None: 1, "s": 1, "m": 60, "h": 3600}[value.unit]
         return Duration(value.number * scale)
     if tp is int:
-        if value.kind != "number" or value.unit is not None or value.number is None or not value.number.is_integer():
+        if (
+            value.kind != "number"
+            or value.unit is not None
+            or value.number is None
+            or not value.number.is_integer()
+        ):
             raise ValueError(f"expected an integer, found {value.text!r}")
         return int(value.number)
     if tp is float:

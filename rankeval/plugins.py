@@ -17,7 +17,7 @@ import pluggy
 from rankeval import hookspecs
 from rankeval.registry import Registry
 
-__all__ = ["DEFAULT_PLUGINS", "ENTRY_POINT_GROUP", "make_plugin_manager", "load_registry"]
+__all__ = ["DEFAULT_PLUGINS", "ENTRY_POINT_GROUP", "load_registry", "make_plugin_manager"]
 
 DEFAULT_PLUGINS = ("rankeval_trec", "rankeval_irmeasures")
 ENTRY_POINT_GROUP = "rankeval"
@@ -69,7 +69,7 @@ def load_registry(
             module = importlib.import_module(target) if isinstance(target, str) else target
             pm.register(module, name=name)
             pm.check_pending()  # a misspelled hook fails loudly, but only this plugin
-        except Exception as exc:  # noqa: BLE001 - a broken plugin must not stop the others
+        except Exception as exc:
             if pm.has_plugin(name):
                 pm.unregister(name=name)
             registry.failures[name] = f"cannot load ({origin}): {type(exc).__name__}: {exc}"

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from rankeval.data import Qrels, Run
 
-__all__ = ["RankedLists", "Alignment", "segment_offsets"]
+__all__ = ["Alignment", "RankedLists", "segment_offsets"]
 
 
 def release_memory() -> None:
@@ -202,7 +202,9 @@ class RankedLists:
         """``(n,)`` 0-based rank of every row within its query (computed on first use)."""
         if "rank" not in self._cache:
             itype = _index_type(len(self.query))
-            self._cache["rank"] = np.arange(len(self.query), dtype=itype) - self.starts.astype(itype)[self.query]
+            self._cache["rank"] = (
+                np.arange(len(self.query), dtype=itype) - self.starts.astype(itype)[self.query]
+            )
         return self._cache["rank"]  # type: ignore[no-any-return]
 
     @property
@@ -225,7 +227,8 @@ class RankedLists:
             return np.zeros(0, dtype=np.int64)
         first = np.concatenate(([0], np.flatnonzero(q[1:] != q[:-1]) + 1))
         start = np.repeat(first, np.diff(np.concatenate((first, [len(q)]))))
-        return np.arange(len(q)) - start
+        out: np.ndarray = np.arange(len(q)) - start
+        return out
 
     def query_sum(self, rows: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
         """``(Q,)`` per-query sum of *weights* over *rows* (count of rows if no weights)."""
@@ -367,7 +370,7 @@ def _mix(q: np.ndarray, key: np.ndarray) -> np.ndarray:
         # equal pairs give equal values; rare collisions of unequal pairs are verified later
         out = key * np.uint64(0x9E3779B97F4A7C15)
         np.add(out, q, out=out, dtype=np.uint64, casting="unsafe")  # q: non-negative codes
-        return out  # type: ignore[no-any-return]
+        return out
 
 
 DUPLICATE_POLICIES = ("error", "first", "max")
@@ -404,7 +407,9 @@ def check_duplicates(run: Run, on_duplicate: str = "error") -> Run:
     score = _np(table.column("score"))
     seen: dict[tuple[int, str], int] = {}
     drop: list[int] = []
-    for q, d, r in zip(sub.column("q").to_pylist(), sub.column("d").to_pylist(), sub.column("r").to_pylist(), strict=True):
+    for q, d, r in zip(
+        sub.column("q").to_pylist(), sub.column("d").to_pylist(), sub.column("r").to_pylist(), strict=True
+    ):
         if (q, d) not in seen:
             seen[(q, d)] = r
             continue
@@ -428,7 +433,9 @@ def check_duplicates(run: Run, on_duplicate: str = "error") -> Run:
         raise InputError(
             f"duplicate document {d!r} for query {qid!r} (first on line {first_line}); "
             f"trec_eval rejects duplicate docs too{hint}",
-            source=run.source, line=line, text=text,
+            source=run.source,
+            line=line,
+            text=text,
         )
     keep = np.ones(table.num_rows, dtype=bool)
     keep[drop] = False
@@ -458,11 +465,12 @@ class Alignment:
         on_duplicate: str = "error",
     ) -> None:
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         self.qrels = qrels
         if on_duplicate not in DUPLICATE_POLICIES:
-            raise UsageError(f"on_duplicate must be one of {', '.join(DUPLICATE_POLICIES)}, not {on_duplicate!r}")
+            raise UsageError(
+                f"on_duplicate must be one of {', '.join(DUPLICATE_POLICIES)}, not {on_duplicate!r}"
+            )
         self.max_docs = max_docs
         self._views: dict[int, RankedLists] = {}
         self.run = run = check_duplicates(run, on_duplicate)
@@ -471,9 +479,7 @@ class Alignment:
         # judgments: max relevance over assessors per (query_id, doc_id)
         qt = qrels.table
         if qt.num_rows:
-            grouped = qt.group_by(["query_id", "doc_id"], use_threads=False).aggregate(
-                [("relevance", "max")]
-            )
+            grouped = qt.group_by(["query_id", "doc_id"], use_threads=False).aggregate([("relevance", "max")])
             self._j_qid = grouped.column("query_id").combine_chunks()
             self._j_doc = grouped.column("doc_id").combine_chunks()
             self._j_rel = _np(grouped.column("relevance_max")).astype(np.float64)
@@ -506,7 +512,9 @@ class Alignment:
         import pyarrow.compute as pc
 
         qid = pa.concat_arrays([self._j_qid, pc.cast(self._r_qid, pa.string())])
-        doc = pa.concat_arrays([pc.cast(self._j_doc, pa.string()), pc.cast(contiguous(self._r_doc), pa.string())])
+        doc = pa.concat_arrays(
+            [pc.cast(self._j_doc, pa.string()), pc.cast(contiguous(self._r_doc), pa.string())]
+        )
         key = pc.binary_join_element_wise(qid, doc, "\x1f")
         parts = pc.split_pattern(doc, sep, max_splits=1, reverse=True)
         has_sep = _np(pc.greater(pc.list_value_length(parts), 1))
@@ -594,8 +602,12 @@ class Alignment:
         else:
             j_outer_sorted = pc.take(j_outer, pa.array(jorder))
             first = judged_offsets[:-1]
-            outer_names = _np(pc.take(j_outer_sorted, pa.array(first))).astype(object) if nq else np.zeros(0, object)
-            outer_ids, outer = np.unique(outer_names, return_inverse=True) if nq else (outer_names, np.zeros(0, np.int64))
+            outer_names = (
+                _np(pc.take(j_outer_sorted, pa.array(first))).astype(object) if nq else np.zeros(0, object)
+            )
+            outer_ids, outer = (
+                np.unique(outer_names, return_inverse=True) if nq else (outer_names, np.zeros(0, np.int64))
+            )
             outer = np.asarray(outer, dtype=np.int64)
 
         # run side
@@ -683,7 +695,7 @@ def _rank_order(rq: np.ndarray, score: np.ndarray) -> np.ndarray | None:
     if in_order and len(np.unique(block_q)) == len(block_q):
         return None  # blocks in another query order: fine, RankedLists allows that
     by_score = np.argsort(-score, kind="stable")
-    return by_score[np.argsort(rq[by_score], kind="stable")]  # type: ignore[no-any-return]
+    return by_score[np.argsort(rq[by_score], kind="stable")]
 
 
 def _lookup(

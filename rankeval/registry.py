@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +15,7 @@ from rankeval.spec import MeasureSpec, Value, parse_specs
 if TYPE_CHECKING:
     import pluggy
 
-__all__ = ["Registry", "MeasureEntry"]
+__all__ = ["MeasureEntry", "Registry"]
 
 _TREC_CUT = re.compile(r"^(?P<base>.+?)[._](?P<k>\d+)$")
 
@@ -55,7 +55,7 @@ class Registry:
             hook(register=register)
         except PluginError:
             raise
-        except Exception as exc:  # noqa: BLE001 - a broken plugin must not stop the others
+        except Exception as exc:
             for name in added:
                 self.remove(name)
             self.plugins.pop(plugin, None)
@@ -98,14 +98,16 @@ class Registry:
         return None
 
     # -- lookup ----------------------------------------------------------------------
-    def __iter__(self) -> Iterable[MeasureEntry]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[MeasureEntry]:
         return iter(sorted(self.measures.values(), key=lambda e: e.cls.name.lower()))
 
     def parse(self, text: str) -> Measure:
         """Parse one spec into a measure (``"nDCG@10"``, ``"AP(rel=2)"``, ``"P.5"``)."""
         measures = self.parse_many(text)
         if len(measures) != 1:
-            raise SpecError(f"expected one measure spec, found {len(measures)}", source="measure spec", text=text)
+            raise SpecError(
+                f"expected one measure spec, found {len(measures)}", source="measure spec", text=text
+            )
         return measures[0]
 
     def parse_many(self, text: str) -> list[Measure]:

@@ -19,8 +19,18 @@ __all__ = ["FORMATS", "format_results", "write_atomic"]
 FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex")
 ALL = "all"
 _TEX = str.maketrans(
-    {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
-     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+    {
+        "\\": r"\textbackslash{}",
+        "&": r"\&",
+        "%": r"\%",
+        "_": r"\_",
+        "#": r"\#",
+        "$": r"\$",
+        "{": r"\{",
+        "}": r"\}",
+        "~": r"\textasciitilde{}",
+        "^": r"\textasciicircum{}",
+    }
 )
 
 
@@ -40,8 +50,10 @@ def _columns(results: Any) -> tuple[dict[str, np.ndarray], set[str]]:
 
     if hasattr(results, "columns") and callable(results.columns):
         return results.columns(), set(results.integer_measures)
-    cols = {c: np.asarray(results[c].to_numpy(), dtype=object if c != "value" else np.float64)
-            for c in ("run", "query_id", "measure", "value")}
+    cols = {
+        c: np.asarray(results[c].to_numpy(), dtype=object if c != "value" else np.float64)
+        for c in ("run", "query_id", "measure", "value")
+    }
     return cols, set(results.attrs.get("integer_measures", ()))
 
 
@@ -52,14 +64,28 @@ def _ordered(cols: dict[str, np.ndarray], per_query: bool) -> list[tuple[str, st
     run, qid, measure, value = cols["run"], cols["query_id"], cols["measure"], cols["value"]
     is_all = qid == ALL
     if not per_query:
-        run, qid, measure, value, is_all = run[is_all], qid[is_all], measure[is_all], value[is_all], is_all[is_all]
+        run, qid, measure, value, is_all = (
+            run[is_all],
+            qid[is_all],
+            measure[is_all],
+            value[is_all],
+            is_all[is_all],
+        )
     run_code = {r: i for i, r in enumerate(dict.fromkeys(run.tolist()))}
     measure_code = {m: i for i, m in enumerate(dict.fromkeys(measure.tolist()))}
     r = np.array([run_code[x] for x in run.tolist()], dtype=np.int64)
     m = np.array([measure_code[x] for x in measure.tolist()], dtype=np.int64)
     _, q = np.unique(qid.astype(str), return_inverse=True)
     order = np.lexsort((m, q.reshape(-1), is_all.astype(np.int64), r))
-    return list(zip(run[order].tolist(), qid[order].tolist(), measure[order].tolist(), value[order].tolist(), strict=True))
+    return list(
+        zip(
+            run[order].tolist(),
+            qid[order].tolist(),
+            measure[order].tolist(),
+            value[order].tolist(),
+            strict=True,
+        )
+    )
 
 
 def format_results(
@@ -134,7 +160,10 @@ def _table(
         body.append(row)
     if fmt == "markdown":
         esc = [[c.replace("|", "\\|") for c in r] for r in [head, *body]]
-        lines = ["| " + " | ".join(esc[0]) + " |", "|" + "|".join(["---"] * (len(head) - len(measures)) + ["---:"] * len(measures)) + "|"]
+        lines = [
+            "| " + " | ".join(esc[0]) + " |",
+            "|" + "|".join(["---"] * (len(head) - len(measures)) + ["---:"] * len(measures)) + "|",
+        ]
         lines += ["| " + " | ".join(r) + " |" for r in esc[1:]]
         return "\n".join(lines) + "\n"
 
@@ -142,7 +171,12 @@ def _table(
         return s.translate(_TEX)
 
     spec = "l" * (len(head) - len(measures)) + "r" * len(measures)
-    lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(tex(h) for h in head) + " \\\\", "\\midrule"]
+    lines = [
+        f"\\begin{{tabular}}{{{spec}}}",
+        "\\toprule",
+        " & ".join(tex(h) for h in head) + " \\\\",
+        "\\midrule",
+    ]
     lines += [" & ".join(tex(c) for c in r) + " \\\\" for r in body]
     lines += ["\\bottomrule", "\\end{tabular}"]
     return "\n".join(lines) + "\n"

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from rankeval.errors import SpecError
 
-__all__ = ["MeasureSpec", "Value", "parse_spec", "parse_specs", "format_value_text"]
+__all__ = ["MeasureSpec", "Value", "format_value_text", "parse_spec", "parse_specs"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -68,9 +68,7 @@ class MeasureSpec:
 
     def error(self, message: str, column: int | None = None) -> SpecError:
         """Build a :class:`SpecError` pointing into this spec's text."""
-        return SpecError(
-            message, source="measure spec", column=column or self.column, text=self.text
-        )
+        return SpecError(message, source="measure spec", column=column or self.column, text=self.text)
 
 
 class _Parser:
@@ -121,9 +119,7 @@ class _Parser:
                 self.pos += 1
             nxt = self.peek()
             if nxt and (nxt.isalnum() or nxt in "_."):
-                raise self.error(
-                    f"unexpected {nxt!r} after number (units are s, m, h and %)", self.pos
-                )
+                raise self.error(f"unexpected {nxt!r} after number (units are s, m, h and %)", self.pos)
             return Value("number", self.text[start : self.pos], start + 1, float(m.group()), unit)
         if _NAME.match(self.text, self.pos):
             text, col = self.name("a value")
@@ -226,9 +222,7 @@ def parse_spec(text: str) -> MeasureSpec:
     """
     specs = parse_specs(text)
     if len(specs) != 1:
-        raise SpecError(
-            f"expected one measure spec, found {len(specs)}", source="measure spec", text=text
-        )
+        raise SpecError(f"expected one measure spec, found {len(specs)}", source="measure spec", text=text)
     return specs[0]
 
 

@@ -107,7 +107,11 @@ def test_several_specs_per_option() -> None:
     out = ok([DL_QRELS, DL_BM25, "-m", "AP(rel=2) nDCG@10", "-m", "recall.1000(rel=2) P_5(rel=2)"])
     got = parse_trec(out)
     assert [line.split("\t")[0].strip() for line in out.splitlines()] == [
-        "AP(rel=2)", "nDCG@10", "R(rel=2)@1000", "P(rel=2)@5"]
+        "AP(rel=2)",
+        "nDCG@10",
+        "R(rel=2)@1000",
+        "P(rel=2)@5",
+    ]
     assert got[("AP(rel=2)", "all")] == ref[("map", "all")]
     assert got[("nDCG@10", "all")] == ref[("ndcg_cut_10", "all")]
     assert got[("R(rel=2)@1000", "all")] == ref[("recall_1000", "all")]
@@ -161,8 +165,11 @@ def test_format_tsv_csv(tiny, fmt) -> None:
     for g, e in zip(got, _expected_records(), strict=True):
         assert g[3] == pytest.approx(e[3], abs=1e-12)
     # without -q only the aggregate rows
-    rows = list(csv.reader(io.StringIO(ok([q, r, "-m", "AP P@2", "-f", fmt])),
-                           delimiter="\t" if fmt == "tsv" else ","))
+    rows = list(
+        csv.reader(
+            io.StringIO(ok([q, r, "-m", "AP P@2", "-f", fmt])), delimiter="\t" if fmt == "tsv" else ","
+        )
+    )
     assert [row[:3] for row in rows[1:]] == [["tiny.run", "all", "AP"], ["tiny.run", "all", "P@2"]]
 
 
@@ -188,9 +195,7 @@ def test_format_json(tiny, fmt) -> None:
 def test_format_markdown(tiny) -> None:
     q, r = tiny
     assert ok([q, r, "-m", "AP P@2", "-f", "markdown"]) == (
-        "| run | AP | P@2 |\n"
-        "|---|---:|---:|\n"
-        "| tiny.run | 0.4444 | 0.3333 |\n"
+        "| run | AP | P@2 |\n|---|---:|---:|\n| tiny.run | 0.4444 | 0.3333 |\n"
     )
     out = ok([q, r, "-m", "AP P@2", "-q", "-f", "markdown"])
     assert out.splitlines() == [
@@ -269,12 +274,17 @@ def test_two_dl_hard_runs_match_trec_eval() -> None:
     out = ok([DL_QRELS, DL_BM25, DL_RM3, "-m", "AP(rel=2)", "-m", "nDCG@10"])
     lines = [line.split("\t") for line in out.splitlines()]
     assert [(run, m.strip(), q) for run, m, q, _ in lines] == [
-        ("bm25.run.gz", "AP(rel=2)", "all"), ("bm25.run.gz", "nDCG@10", "all"),
-        ("bm25-rm3.run.gz", "AP(rel=2)", "all"), ("bm25-rm3.run.gz", "nDCG@10", "all"),
+        ("bm25.run.gz", "AP(rel=2)", "all"),
+        ("bm25.run.gz", "nDCG@10", "all"),
+        ("bm25-rm3.run.gz", "AP(rel=2)", "all"),
+        ("bm25-rm3.run.gz", "nDCG@10", "all"),
     ]
     bm25, rm3 = trec_eval_values(DL_BM25_EVAL), trec_eval_values(DL_RM3_EVAL)
     assert [v for *_, v in lines] == [
-        bm25[("map", "all")], bm25[("ndcg_cut_10", "all")], rm3[("map", "all")], rm3[("ndcg_cut_10", "all")],
+        bm25[("map", "all")],
+        bm25[("ndcg_cut_10", "all")],
+        rm3[("map", "all")],
+        rm3[("ndcg_cut_10", "all")],
     ]
 
 
@@ -332,7 +342,7 @@ def test_measures_command() -> None:
     lines = out.splitlines()
     i = lines.index("AP@k  [plugin: rankeval_trec]")
     block = []
-    for line in lines[i + 1:]:
+    for line in lines[i + 1 :]:
         if not line.startswith("    "):
             break
         block.append(line.strip())
@@ -351,8 +361,20 @@ def test_plugins_command() -> None:
     assert rows["rankeval_trec"][0] == "built-in"
     listed = rows["rankeval_trec"][1].split(", ")
     assert listed == sorted(listed)
-    assert {"AP", "Bpref", "Judged", "NumRel", "NumRelRet", "NumRet", "P", "R", "RR", "Rprec", "Success",
-            "nDCG"} <= set(listed)
+    assert {
+        "AP",
+        "Bpref",
+        "Judged",
+        "NumRel",
+        "NumRelRet",
+        "NumRet",
+        "P",
+        "R",
+        "RR",
+        "Rprec",
+        "Success",
+        "nDCG",
+    } <= set(listed)
     assert rows["rankeval_irmeasures"][0] == "built-in"
 
 

@@ -48,26 +48,88 @@ def assert_clean_failure(result, exit_code: int) -> str:
 # --------------------------------------------------------------------- bad input lines
 # (file name, qrels?, content, line, column, message substring, offending text)
 BAD_LINES = [
-    ("few.run", False, "1 Q0 d1 1 2.0 tag\n1 Q0 d2 2 1.0\n", 2, 14,
-     "expected 6 columns (query_id Q0 doc_id rank score tag), found 5", "1 Q0 d2 2 1.0"),
-    ("few_messy.run", False, "1\tQ0  d1 1 2.0 tag\n\n1 Q0 d2\n", 3, 8,
-     "expected 6 columns", "1 Q0 d2"),
-    ("score.run", False, "1 Q0 d1 1 2.0 tag\n1 Q0 d2 2 abc tag\n", 2, 11,
-     "expected a number for the score (column 5), found 'abc'", "1 Q0 d2 2 abc tag"),
-    ("score_na.run", False, "1 Q0 d1 1 2.0 tag\n1 Q0 d2 2 N/A tag\n", 2, 11,
-     "expected a number for the score (column 5), found 'N/A'", "1 Q0 d2 2 N/A tag"),
-    ("score_null.run", False, "1 Q0 d1 1 2.0 tag\n1 Q0 d2 2 NULL tag\n", 2, 11,
-     "expected a number for the score (column 5), found 'NULL'", "1 Q0 d2 2 NULL tag"),
-    ("score_tab.run", False, "1\tQ0\td1\t1\t2.0\ttag\n1\tQ0\td2\t2\t1,5\ttag\n", 2, 11,
-     "expected a number for the score (column 5), found '1,5'", "1\tQ0\td2\t2\t1,5\ttag"),
-    ("few.qrels", True, "1 0 d1 1\n1 0 d2\n", 2, 7,
-     "expected 4 columns (query_id iteration doc_id relevance), found 3", "1 0 d2"),
-    ("rel.qrels", True, "# judgments\n1 0 d1 1\n1 0 d2 high\n", 3, 8,
-     "expected a number for the relevance (column 4), found 'high'", "1 0 d2 high"),
-    ("noeq.qrels", True, "1 0 d1 1 cost=5\n1 0 d2 1 cost5\n", 2, 10,
-     "expected key=value attribute after the relevance, found 'cost5'", "1 0 d2 1 cost5"),
-    ("twice.qrels", True, "1 0 d1 1 cost=5 cost=6\n", 1, 17,
-     "attribute 'cost' given twice on one line", "1 0 d1 1 cost=5 cost=6"),
+    (
+        "few.run",
+        False,
+        "1 Q0 d1 1 2.0 tag\n1 Q0 d2 2 1.0\n",
+        2,
+        14,
+        "expected 6 columns (query_id Q0 doc_id rank score tag), found 5",
+        "1 Q0 d2 2 1.0",
+    ),
+    ("few_messy.run", False, "1\tQ0  d1 1 2.0 tag\n\n1 Q0 d2\n", 3, 8, "expected 6 columns", "1 Q0 d2"),
+    (
+        "score.run",
+        False,
+        "1 Q0 d1 1 2.0 tag\n1 Q0 d2 2 abc tag\n",
+        2,
+        11,
+        "expected a number for the score (column 5), found 'abc'",
+        "1 Q0 d2 2 abc tag",
+    ),
+    (
+        "score_na.run",
+        False,
+        "1 Q0 d1 1 2.0 tag\n1 Q0 d2 2 N/A tag\n",
+        2,
+        11,
+        "expected a number for the score (column 5), found 'N/A'",
+        "1 Q0 d2 2 N/A tag",
+    ),
+    (
+        "score_null.run",
+        False,
+        "1 Q0 d1 1 2.0 tag\n1 Q0 d2 2 NULL tag\n",
+        2,
+        11,
+        "expected a number for the score (column 5), found 'NULL'",
+        "1 Q0 d2 2 NULL tag",
+    ),
+    (
+        "score_tab.run",
+        False,
+        "1\tQ0\td1\t1\t2.0\ttag\n1\tQ0\td2\t2\t1,5\ttag\n",
+        2,
+        11,
+        "expected a number for the score (column 5), found '1,5'",
+        "1\tQ0\td2\t2\t1,5\ttag",
+    ),
+    (
+        "few.qrels",
+        True,
+        "1 0 d1 1\n1 0 d2\n",
+        2,
+        7,
+        "expected 4 columns (query_id iteration doc_id relevance), found 3",
+        "1 0 d2",
+    ),
+    (
+        "rel.qrels",
+        True,
+        "# judgments\n1 0 d1 1\n1 0 d2 high\n",
+        3,
+        8,
+        "expected a number for the relevance (column 4), found 'high'",
+        "1 0 d2 high",
+    ),
+    (
+        "noeq.qrels",
+        True,
+        "1 0 d1 1 cost=5\n1 0 d2 1 cost5\n",
+        2,
+        10,
+        "expected key=value attribute after the relevance, found 'cost5'",
+        "1 0 d2 1 cost5",
+    ),
+    (
+        "twice.qrels",
+        True,
+        "1 0 d1 1 cost=5 cost=6\n",
+        1,
+        17,
+        "attribute 'cost' given twice on one line",
+        "1 0 d1 1 cost=5 cost=6",
+    ),
 ]
 
 
@@ -77,7 +139,8 @@ def _read(path: Path, is_qrels: bool):
 
 @pytest.mark.parametrize(
     ("name", "is_qrels", "content", "line", "column", "message", "text"),
-    BAD_LINES, ids=[b[0] for b in BAD_LINES],
+    BAD_LINES,
+    ids=[b[0] for b in BAD_LINES],
 )
 def test_bad_line_library(tmp_path, name, is_qrels, content, line, column, message, text) -> None:
     path = write(tmp_path / name, content)
@@ -96,7 +159,8 @@ def test_bad_line_library(tmp_path, name, is_qrels, content, line, column, messa
 
 @pytest.mark.parametrize(
     ("name", "is_qrels", "content", "line", "column", "message", "text"),
-    BAD_LINES, ids=[b[0] for b in BAD_LINES],
+    BAD_LINES,
+    ids=[b[0] for b in BAD_LINES],
 )
 def test_bad_line_cli(tmp_path, good, name, is_qrels, content, line, column, message, text) -> None:
     path = write(tmp_path / name, content)

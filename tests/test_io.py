@@ -187,12 +187,7 @@ def test_scores_are_float64(tmp_path) -> None:
 
 # --------------------------------------------------------------------- qrels attributes, iteration
 def test_qrels_attributes_become_columns(tmp_path) -> None:
-    text = (
-        "1 0 d1 1 cost=120 sens=1\n"
-        "1 0 d2 0\n"
-        "1 0 d2/c1 0.25 cost=40\n"
-        "2 0 d3 2 sens=0 note=a=b\n"
-    )
+    text = "1 0 d1 1 cost=120 sens=1\n1 0 d2 0\n1 0 d2/c1 0.25 cost=40\n2 0 d3 2 sens=0 note=a=b\n"
     q = rankeval.Qrels.read(write(tmp_path / "a.qrels", text))
     assert q.table.column_names[:5] == QRELS_COLUMNS
     assert sorted(q.attributes) == ["cost", "note", "sens"]
@@ -264,8 +259,10 @@ def from_files(tmp_path):
 
 
 def test_file_results_are_the_expected_ones(from_files) -> None:
-    got = {(m, q): v for q, m, v in zip(from_files["query_id"], from_files["measure"], from_files["value"],
-                                        strict=True)}
+    got = {
+        (m, q): v
+        for q, m, v in zip(from_files["query_id"], from_files["measure"], from_files["value"], strict=True)
+    }
     assert got[("AP", "1")] == pytest.approx(5 / 6)
     assert got[("AP", "2")] == 0.5
     assert got[("AP", "3")] == 0.0
@@ -300,8 +297,13 @@ def test_from_frame_equals_file(from_files) -> None:
 
 def test_from_frame_keeps_attributes_and_iteration() -> None:
     frame = pd.DataFrame(
-        {"query_id": ["1", "1"], "iteration": ["0", "7"], "doc_id": ["a", "b"], "relevance": [1, 0],
-         "cost": [10.0, None]}
+        {
+            "query_id": ["1", "1"],
+            "iteration": ["0", "7"],
+            "doc_id": ["a", "b"],
+            "relevance": [1, 0],
+            "cost": [10.0, None],
+        }
     )
     q = rankeval.Qrels.from_frame(frame)
     assert q.table.column("iteration").to_pylist() == ["0", "7"]

@@ -22,7 +22,9 @@ DATASET_ID = "rankeval-test/dl-hard-local"
 @pytest.fixture(scope="module")
 def dataset_id():
     if DATASET_ID not in ir_datasets.registry:
-        qrels = TrecQrels(LocalDownload(DATA / "dl_hard-passage.qrels"), {0: "not", 1: "rel", 2: "hi", 3: "top"})
+        qrels = TrecQrels(
+            LocalDownload(DATA / "dl_hard-passage.qrels"), {0: "not", 1: "rel", 2: "hi", 3: "top"}
+        )
         ir_datasets.registry.register(DATASET_ID, Dataset(qrels))
     return DATASET_ID
 

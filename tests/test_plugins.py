@@ -282,7 +282,7 @@ def test_plugin_with_misspelled_hook(make_module) -> None:
 
 
 # --------------------------------------------------------------------- name conflicts
-DUPLICATE_AP = '''
+DUPLICATE_AP = """
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -300,9 +300,9 @@ class AP(Measure):
 @hookimpl
 def register_measures(register):
     register(AP)
-'''
+"""
 
-DUPLICATE_ALIAS = '''
+DUPLICATE_ALIAS = """
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -321,7 +321,7 @@ class MyMap(Measure):
 @hookimpl
 def register_measures(register):
     register(MyMap)
-'''
+"""
 
 
 def test_duplicate_measure_name(make_module, files) -> None:

@@ -15,10 +15,19 @@ import rankeval
 from rankeval.data import Qrels, Run
 
 TREC = {
-    "map": "AP(rel={l})", "ndcg": "nDCG", "ndcg_cut_5": "nDCG@5", "P_5": "P(rel={l})@5",
-    "recip_rank": "RR(rel={l})", "recall_5": "R(rel={l})@5", "Rprec": "Rprec(rel={l})",
-    "bpref": "Bpref(rel={l})", "success_5": "Success(rel={l})@5", "num_ret": "NumRet",
-    "num_rel": "NumRel(rel={l})", "num_rel_ret": "NumRelRet(rel={l})", "map_cut_5": "AP(rel={l})@5",
+    "map": "AP(rel={l})",
+    "ndcg": "nDCG",
+    "ndcg_cut_5": "nDCG@5",
+    "P_5": "P(rel={l})@5",
+    "recip_rank": "RR(rel={l})",
+    "recall_5": "R(rel={l})@5",
+    "Rprec": "Rprec(rel={l})",
+    "bpref": "Bpref(rel={l})",
+    "success_5": "Success(rel={l})@5",
+    "num_ret": "NumRet",
+    "num_rel": "NumRel(rel={l})",
+    "num_rel_ret": "NumRelRet(rel={l})",
+    "map_cut_5": "AP(rel={l})@5",
 }
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -35,7 +44,11 @@ def test_matches_pytrec_eval(data, level):
     ref = pytrec_eval.RelevanceEvaluator(qrels, set(TREC), relevance_level=level).evaluate(run)
     if not ref:
         return
-    ours = _values(rankeval.evaluate(Qrels.from_dict(qrels), Run.from_dict(run), list(specs.values()), missing_zero=False))
+    ours = _values(
+        rankeval.evaluate(
+            Qrels.from_dict(qrels), Run.from_dict(run), list(specs.values()), missing_zero=False
+        )
+    )
     for qid, values in ref.items():
         for name, spec in specs.items():
             assert ours[(spec, qid)] == pytest.approx(values[name], abs=1e-12), (spec, qid)
@@ -49,8 +62,16 @@ def test_shuffling_run_lines_changes_nothing(data, seed):
     shuffled = rows[:]
     random.Random(seed).shuffle(shuffled)
     measures = ["AP", "nDCG@5", "RR(rel=2)", "Bpref", "P@3", "Judged@4", "NumRet"]
-    a = rankeval.evaluate(Qrels.from_dict(qrels), Run.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])), measures)
-    b = rankeval.evaluate(Qrels.from_dict(qrels), Run.from_frame(pd.DataFrame(shuffled, columns=["query_id", "doc_id", "score"])), measures)
+    a = rankeval.evaluate(
+        Qrels.from_dict(qrels),
+        Run.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])),
+        measures,
+    )
+    b = rankeval.evaluate(
+        Qrels.from_dict(qrels),
+        Run.from_frame(pd.DataFrame(shuffled, columns=["query_id", "doc_id", "score"])),
+        measures,
+    )
     assert _values(a) == _values(b)
 
 
@@ -58,7 +79,19 @@ def test_shuffling_run_lines_changes_nothing(data, seed):
 @given(data=qrels_and_run(ties=False))
 def test_bounds(data):
     qrels, run = data
-    bounded = ["AP", "nDCG", "nDCG@3", "P@2", "R@3", "RR", "Rprec", "Bpref", "Success@2", "Judged@3", "AP(rel=2)@4"]
+    bounded = [
+        "AP",
+        "nDCG",
+        "nDCG@3",
+        "P@2",
+        "R@3",
+        "RR",
+        "Rprec",
+        "Bpref",
+        "Success@2",
+        "Judged@3",
+        "AP(rel=2)@4",
+    ]
     frame = rankeval.evaluate(Qrels.from_dict(qrels), Run.from_dict(run), bounded)
     assert ((frame["value"] >= 0) & (frame["value"] <= 1 + 1e-12)).all()
 

@@ -62,7 +62,7 @@ SYNTAX_ERRORS = [
     ("nDCG@10.5.3", 10, "unexpected '.' after number"),
     ("hTBG@h=", 8, "expected a value"),
     ("hTBG@h=3hh", 10, "unexpected 'h' after number"),
-    ('AP(rel="x', 8, "unterminated string (missing closing \")"),
+    ('AP(rel="x', 8, 'unterminated string (missing closing ")'),
     ("AP(rel='x", 8, "unterminated string (missing closing ')"),
     ('AP(rel="x\\', 8, "unterminated string (backslash at end)"),
     ("AP(rel=2)@10(k=3)", 13, "parameters given twice: use one '(...)' list"),
@@ -112,8 +112,10 @@ VALID = [
     ("TBG(h=30m)", spec("TBG", None, [("h", num("30m", 30.0, "m"))])),
     ("TBG(h=224s)", spec("TBG", None, [("h", num("224s", 224.0, "s"))])),
     ("X@95%", spec("X", (None, num("95%", 95.0, "%")))),
-    ("X(a=-1.5e3,b=.5,c=+2)", spec("X", None, [("a", num("-1.5e3", -1500.0)), ("b", num(".5", 0.5)),
-                                              ("c", num("+2", 2.0))])),
+    (
+        "X(a=-1.5e3,b=.5,c=+2)",
+        spec("X", None, [("a", num("-1.5e3", -1500.0)), ("b", num(".5", 0.5)), ("c", num("+2", 2.0))]),
+    ),
     ("CS(gain=linear)", spec("CS", None, [("gain", Value("ident", "linear", 0))])),
     ('X(s="a b,c)")', spec("X", None, [("s", Value("string", "a b,c)", 0))])),
     ("X(s='it\\'s')", spec("X", None, [("s", Value("string", "it's", 0))])),
@@ -355,8 +357,20 @@ MEASURE_CLASSES = [e.cls for e in REGISTRY]
 
 def test_registry_has_the_classic_measures() -> None:
     names = {c.name for c in MEASURE_CLASSES}
-    assert {"AP", "nDCG", "P", "R", "RR", "Rprec", "Bpref", "Success", "NumRet", "NumRel",
-            "NumRelRet", "Judged"} <= names
+    assert {
+        "AP",
+        "nDCG",
+        "P",
+        "R",
+        "RR",
+        "Rprec",
+        "Bpref",
+        "Success",
+        "NumRet",
+        "NumRel",
+        "NumRelRet",
+        "Judged",
+    } <= names
 
 
 @pytest.mark.parametrize("cls", MEASURE_CLASSES, ids=[c.name for c in MEASURE_CLASSES])
@@ -378,8 +392,10 @@ def test_str_round_trip(cls: type[Measure], data: st.DataObject) -> None:
 
 
 # ------------------------------------------------------------------ ir_measures fallback
-@pytest.mark.parametrize(("text", "expected_str"), [("ERR@10", "ERR@10"), ("RBP(p=0.5,rel=1)", "RBP(p=0.5,rel=1)"),
-                                                    ("infAP", "infAP")])
+@pytest.mark.parametrize(
+    ("text", "expected_str"),
+    [("ERR@10", "ERR@10"), ("RBP(p=0.5,rel=1)", "RBP(p=0.5,rel=1)"), ("infAP", "infAP")],
+)
 def test_ir_measures_name_resolves(registry, text: str, expected_str: str) -> None:
     m = registry.parse(text)
     assert isinstance(m, Measure)

@@ -12,10 +12,6 @@ from pathlib import Path
 
 import pytest
 import pytrec_eval
-
-import rankeval
-from rankeval.report import format_results
-
 from reference import (
     TREC_TO_SPEC,
     float32_tied_queries,
@@ -24,12 +20,30 @@ from reference import (
     read_trec_eval_output,
 )
 
+import rankeval
+from rankeval.report import format_results
+
 DATA = Path(__file__).parent / "data"
 TE = DATA / "trec_eval"
 DLH = DATA / "dl-hard"
 DLH_RUNS = sorted(p.name[: -len(".run.gz")] for p in DLH.glob("*.run.gz"))
-COMPARED = ["map", "ndcg", "ndcg_cut_10", "P_10", "recip_rank", "recall_1000", "Rprec", "bpref",
-            "success_10", "num_ret", "num_rel", "num_rel_ret", "map_cut_10", "P_5", "recall_5"]
+COMPARED = [
+    "map",
+    "ndcg",
+    "ndcg_cut_10",
+    "P_10",
+    "recip_rank",
+    "recall_1000",
+    "Rprec",
+    "bpref",
+    "success_10",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "map_cut_10",
+    "P_5",
+    "recall_5",
+]
 
 
 def _printed(frame, spec: str) -> dict[str, str]:
@@ -61,39 +75,59 @@ def _check_golden(qrels: Path, run: Path, golden: Path, level: int, missing_zero
                 # per-query values, which trec_eval itself prints. Checked separately below.
                 assert int(value) == _count_rel_gt0(qrels)
                 continue
-            assert ours.get(qid) == value, f"{spec} ({trec_name}) query {qid}: {ours.get(qid)} != trec_eval {value}"
+            assert ours.get(qid) == value, (
+                f"{spec} ({trec_name}) query {qid}: {ours.get(qid)} != trec_eval {value}"
+            )
             checked += 1
     return checked, tied
 
 
 def test_trec_eval_aq():
-    checked, tied = _check_golden(TE / "qrels.test", TE / "results.test", TE / "out.test.aq", 1, missing_zero=False)
+    checked, tied = _check_golden(
+        TE / "qrels.test", TE / "results.test", TE / "out.test.aq", 1, missing_zero=False
+    )
     assert checked >= 15 * 4 and not tied
 
 
 def test_trec_eval_aqc_complete_queries():
     # results.trunc lacks queries of the qrels: -c averages them in as zeros
-    checked, tied = _check_golden(TE / "qrels.test", TE / "results.trunc", TE / "out.test.aqc", 1, missing_zero=True)
+    checked, tied = _check_golden(
+        TE / "qrels.test", TE / "results.trunc", TE / "out.test.aqc", 1, missing_zero=True
+    )
     assert checked >= 15 * 2 and not tied
 
 
 def test_trec_eval_aql_relevance_level():
-    checked, tied = _check_golden(TE / "qrels.rel_level", TE / "results.test", TE / "out.test.aql", 2, missing_zero=False)
+    checked, tied = _check_golden(
+        TE / "qrels.rel_level", TE / "results.test", TE / "out.test.aql", 2, missing_zero=False
+    )
     assert checked >= 15 * 4 and not tied
 
 
 @pytest.mark.parametrize("run", DLH_RUNS)
 def test_dl_hard_golden(run):
     checked, tied = _check_golden(
-        DLH / "dl_hard-passage.qrels", DLH / f"{run}.run.gz", DLH / f"{run}.run.eval.gz", 2,
-        missing_zero=True, max_docs=1000,
+        DLH / "dl_hard-passage.qrels",
+        DLH / f"{run}.run.gz",
+        DLH / f"{run}.run.eval.gz",
+        2,
+        missing_zero=True,
+        max_docs=1000,
     )
     assert checked >= 15 * 40, (checked, sorted(tied))
 
 
-PYTREC = {"map": "AP(rel={l})", "ndcg": "nDCG", "ndcg_cut_10": "nDCG@10", "P_10": "P(rel={l})@10",
-          "recip_rank": "RR(rel={l})", "recall_1000": "R(rel={l})@1000", "Rprec": "Rprec(rel={l})",
-          "bpref": "Bpref(rel={l})", "success_10": "Success(rel={l})@10"}
+PYTREC = {
+    "map": "AP(rel={l})",
+    "ndcg": "nDCG",
+    "ndcg_cut_10": "nDCG@10",
+    "P_10": "P(rel={l})@10",
+    "recip_rank": "RR(rel={l})",
+    "recall_1000": "R(rel={l})@1000",
+    "Rprec": "Rprec(rel={l})",
+    "bpref": "Bpref(rel={l})",
+    "success_10": "Success(rel={l})@10",
+}
 
 
 def _check_pytrec(qrels: Path, run: Path, level: int) -> int:

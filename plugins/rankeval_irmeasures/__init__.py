@@ -72,7 +72,7 @@ def resolve_measure(spec: str) -> Any:
         import ir_measures
 
         measure = ir_measures.parse_measure(spec)
-    except Exception:  # noqa: BLE001 - not an ir_measures name either
+    except Exception:
         return None
     try:  # known to ir_measures, but can an installed provider compute it?
         ir_measures.evaluator([measure], {})
@@ -80,6 +80,8 @@ def resolve_measure(spec: str) -> Any:
         raise SpecError(
             f"ir_measures knows {measure} but none of its installed providers computes it: "
             f"{' '.join(str(exc).split())}",
-            source="measure spec", column=1, text=spec,
+            source="measure spec",
+            column=1,
+            text=spec,
         ) from None
     return IrMeasure(spec=str(measure))

@@ -207,7 +207,7 @@ class Rprec(_Flat):
 @dataclass(frozen=True)
 class Bpref(_Flat):
     """Binary preference (Buckley & Voorhees, SIGIR 2004), as trec_eval ``bpref``: for each
-    relevant retrieved document, 1 − min(n, R)/min(N, R), n the judged non-relevant documents
+    relevant retrieved document, 1 - min(n, R)/min(N, R), n the judged non-relevant documents
     ranked above it, N all judged non-relevant, R all relevant; summed and divided by R."""
 
     name: ClassVar[str] = "Bpref"
@@ -327,7 +327,18 @@ class Judged(_Flat):
 
 
 MEASURES: tuple[type[Measure], ...] = (
-    AP, NDCG, P, R, RR, Rprec, Bpref, Success, NumRet, NumRel, NumRelRet, Judged,
+    AP,
+    NDCG,
+    P,
+    R,
+    RR,
+    Rprec,
+    Bpref,
+    Success,
+    NumRet,
+    NumRel,
+    NumRelRet,
+    Judged,
 )
 
 

@@ -14,7 +14,7 @@ import sys
 # set before pyarrow is first imported, which the CLI does lazily.
 os.environ.setdefault("MIMALLOC_PURGE_DELAY", "0")
 
-from rankeval.cli.app import app  # noqa: E402
+from rankeval.cli.app import app
 
 __all__ = ["app", "main"]
 

@@ -86,29 +86,56 @@ def _registry(plugin_opts: list[str]) -> Any:
 
 @app.command("evaluate")
 def evaluate_cmd(
-    qrels: Annotated[str, typer.Argument(metavar="QRELS", help="Qrels file ('-' = stdin; .gz/.bz2/.xz; or an ir_datasets id).")],
+    qrels: Annotated[
+        str,
+        typer.Argument(metavar="QRELS", help="Qrels file ('-' = stdin; .gz/.bz2/.xz; or an ir_datasets id)."),
+    ],
     runs: Annotated[list[str], typer.Argument(metavar="RUN...", help="One or more run files ('-' = stdin).")],
     measure: Annotated[
-        list[str], typer.Option("-m", "--measure", help="Measure spec(s), e.g. nDCG@10, 'AP(rel=2)'; several per -m allowed.")
+        list[str],
+        typer.Option(
+            "-m", "--measure", help="Measure spec(s), e.g. nDCG@10, 'AP(rel=2)'; several per -m allowed."
+        ),
     ] = [],  # noqa: B006 - typer needs a list default
-    per_query: Annotated[bool, typer.Option("-q", "--per-query", help="Also print per-query values.")] = False,
+    per_query: Annotated[
+        bool, typer.Option("-q", "--per-query", help="Also print per-query values.")
+    ] = False,
     fmt: Annotated[str, typer.Option("-f", "--format", help=f"Output format: {'|'.join(FORMATS)}.")] = "trec",
     p: Annotated[
         list[str],
-        typer.Option("-p", help="A number: decimals to print (default 4 in trec, markdown and latex "
-                     "formats, full precision in the others). "
-                     "Otherwise a plugin module to load ('no:NAME' blocks a plugin)."),
+        typer.Option(
+            "-p",
+            help="A number: decimals to print (default 4 in trec, markdown and latex "
+            "formats, full precision in the others). "
+            "Otherwise a plugin module to load ('no:NAME' blocks a plugin).",
+        ),
     ] = [],  # noqa: B006
     precision: Annotated[int | None, typer.Option("--precision", help="Decimals to print.")] = None,
     plugin: Annotated[list[str], typer.Option("--plugin", help="Plugin module to load.")] = [],  # noqa: B006
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write results to FILE (atomically).")] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write results to FILE (atomically).")
+    ] = None,
     no_missing_zero: Annotated[
-        bool, typer.Option("--no-missing-zero", help="Average only over queries in both qrels and run (trec_eval without -c).")
+        bool,
+        typer.Option(
+            "--no-missing-zero",
+            help="Average only over queries in both qrels and run (trec_eval without -c).",
+        ),
     ] = False,
-    max_docs: Annotated[int | None, typer.Option("-M", "--max-docs", help="Evaluate only the top N documents of each query (trec_eval -M).")] = None,
-    nest_sep: Annotated[str, typer.Option("--nest-sep", help="Nested-item separator; 'none' disables nesting.")] = "/",
+    max_docs: Annotated[
+        int | None,
+        typer.Option(
+            "-M", "--max-docs", help="Evaluate only the top N documents of each query (trec_eval -M)."
+        ),
+    ] = None,
+    nest_sep: Annotated[
+        str, typer.Option("--nest-sep", help="Nested-item separator; 'none' disables nesting.")
+    ] = "/",
     on_duplicate: Annotated[
-        str, typer.Option("--on-duplicate", help="A document given twice for a query: error (as trec_eval), first or max.")
+        str,
+        typer.Option(
+            "--on-duplicate", help="A document given twice for a query: error (as trec_eval), first or max."
+        ),
     ] = "error",
 ) -> None:
     """Score runs against qrels (the default command)."""
@@ -118,7 +145,9 @@ def evaluate_cmd(
         if fmt not in FORMATS:
             raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
         if not measure:
-            raise UsageError("no measure given; use -m SPEC (e.g. -m AP -m nDCG@10); `rankeval measures` lists them")
+            raise UsageError(
+                "no measure given; use -m SPEC (e.g. -m AP -m nDCG@10); `rankeval measures` lists them"
+            )
         digits, _, _ = _split_p(p)
         digits = precision if precision is not None else digits
         registry = _registry([*p, *plugin])
@@ -129,7 +158,9 @@ def evaluate_cmd(
         qrels_obj = Qrels.read(qrels)
         run_objs = as_runs([Run.read(r) for r in runs])
         results = evaluate_results(
-            qrels_obj, run_objs, measures,
+            qrels_obj,
+            run_objs,
+            measures,
             missing_zero=not no_missing_zero,
             nest_sep=None if nest_sep.lower() == "none" else nest_sep,
             max_docs=max_docs,
