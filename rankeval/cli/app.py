@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -54,7 +54,7 @@ def _main(
     """
 
 
-def _fail(exc: RankevalError) -> None:
+def _fail(exc: RankevalError) -> NoReturn:
     typer.echo(f"rankeval: error: {exc}", err=True)
     raise typer.Exit(exc.exit_code)
 
@@ -176,15 +176,20 @@ def evaluate_cmd(
         _fail(exc)
 
 
-@app.command("measures")
-def measures_cmd(
-    p: Annotated[list[str], typer.Option("-p", "--plugin", help="Extra plugin module to load.")] = [],  # noqa: B006
-) -> None:
-    """List every measure: name, parameters (type, default), description, source, plugin."""
+PluginOption = Annotated[list[str], typer.Option("-p", "--plugin", help="Extra plugin module to load.")]
+
+
+def _registry_or_exit(plugin_opts: list[str]) -> Any:
     try:
-        registry = _registry(p)
+        return _registry(plugin_opts)
     except RankevalError as exc:
         _fail(exc)
+
+
+@app.command("measures")
+def measures_cmd(p: PluginOption = []) -> None:  # noqa: B006 - typer needs a list default
+    """List every measure: name, parameters (type, default), description, source, plugin."""
+    registry = _registry_or_exit(p)
     for entry in registry:
         cls = entry.cls
         at = f"@{cls.at}" if cls.at else ""
@@ -200,14 +205,9 @@ def measures_cmd(
 
 
 @app.command("plugins")
-def plugins_cmd(
-    p: Annotated[list[str], typer.Option("-p", "--plugin", help="Extra plugin module to load.")] = [],  # noqa: B006
-) -> None:
+def plugins_cmd(p: PluginOption = []) -> None:  # noqa: B006 - typer needs a list default
     """List loaded plugins, where they came from, their measures, and broken plugins."""
-    try:
-        registry = _registry(p)
-    except RankevalError as exc:
-        _fail(exc)
+    registry = _registry_or_exit(p)
     for name, origin in registry.plugins.items():
         names = sorted(e.cls.name for e in registry.measures.values() if e.plugin == name)
         extra = "" if names else " (resolves other measure names)"
