@@ -240,11 +240,13 @@ def _run_fast(path: Path) -> pa.Table | None:
                 convert_options=pcsv.ConvertOptions(
                     column_types={
                         "query_id": dict_type,
-                        "q0": dict_type,
+                        # q0 and tag are nearly always one constant: plain strings parse
+                        # faster than dictionaries, and _compact() encodes them after
+                        "q0": pa.string(),
                         "doc_id": pa.string(),
                         "rank": pa.string(),
                         "score": pa.float64(),
-                        "tag": dict_type,
+                        "tag": pa.string(),
                     },
                     include_columns=["query_id", "q0", "doc_id", "score", "tag"],
                     null_values=[],
@@ -265,8 +267,11 @@ def _run_fast(path: Path) -> pa.Table | None:
             out[name] = col  # kept chunked: combining would double the largest column
             continue
         if pa.types.is_dictionary(col.type):
-            col = col.unify_dictionaries()
-        out[name] = col.combine_chunks()
+            out[name] = col.unify_dictionaries().combine_chunks()
+        elif name in ("q0", "tag"):
+            out[name] = _compact(col)
+        else:
+            out[name] = col.combine_chunks()
         del col
     # the sample looked clean; make sure the whole file was: every field non-empty and free
     # of whitespace, no comment lines. Otherwise the general path decides.
@@ -279,6 +284,21 @@ def _run_fast(path: Path) -> pa.Table | None:
     if not all(_clean_strings(chunk) for chunk in out["doc_id"].chunks):
         return None
     return pa.table(out)
+
+
+def _compact(col: pa.ChunkedArray) -> pa.DictionaryArray:
+    """Dictionary-encode a string column; a constant column costs no hashing."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(col)
+    if n:
+        first = col[0]
+        if pc.all(pc.equal(col, first)).as_py():
+            indices = pa.array(np.zeros(n, dtype=np.int32))
+            return pa.DictionaryArray.from_arrays(indices, pa.array([first.as_py()], pa.string()))
+    return _dict(col)
 
 
 def _clean_strings(arr: pa.Array) -> bool:
