@@ -294,11 +294,27 @@ def _compact(col: pa.ChunkedArray) -> pa.DictionaryArray:
 
     n = len(col)
     if n:
-        first = col[0]
-        if pc.all(pc.equal(col, first)).as_py():
+        first = col[0].as_py()
+        if all(_all_equal(chunk, first.encode()) for chunk in col.chunks):
             indices = pa.array(np.zeros(n, dtype=np.int32))
-            return pa.DictionaryArray.from_arrays(indices, pa.array([first.as_py()], pa.string()))
+            return pa.DictionaryArray.from_arrays(indices, pa.array([first], pa.string()))
     return _dict(col)
+
+
+def _all_equal(arr: pa.Array, value: bytes) -> bool:
+    """Whether every string of *arr* equals *value* (compares the raw buffers)."""
+    import numpy as np
+
+    if len(arr) == 0:
+        return True
+    buffers = arr.buffers()
+    offsets = np.frombuffer(buffers[1], np.int32)[arr.offset : arr.offset + len(arr) + 1]
+    if not (np.diff(offsets) == len(value)).all():
+        return False
+    if not value:
+        return True
+    data = np.frombuffer(buffers[2], np.uint8)[offsets[0] : offsets[-1]]
+    return bool((data.reshape(-1, len(value)) == np.frombuffer(value, np.uint8)).all())
 
 
 def _clean_strings(arr: pa.Array) -> bool:

@@ -420,3 +420,15 @@ def test_line_of_maps_rows_to_source_lines(tmp_path) -> None:
     run = Run.read(path)
     assert run.line_of(0) == (3, "1 Q0 d1 1 2.5 tagA")
     assert run.line_of(3) == (6, "2 Q0 d1 2 1e3 tagA")
+
+
+def test_compact_encodes_constant_and_varying_string_columns() -> None:
+    import pyarrow as pa
+
+    const = pa.chunked_array([pa.array(["Q0", "Q0"]), pa.array(["Q0"])])
+    out = rio._compact(const)
+    assert out.to_pylist() == ["Q0", "Q0", "Q0"] and out.dictionary.to_pylist() == ["Q0"]
+    # same length, different bytes; and a different length: both must be encoded exactly
+    for values in (["ab", "ab", "ba"], ["é", "é", "ée"], ["1", "0", "1"]):
+        col = pa.chunked_array([pa.array(values[:2]), pa.array(values[2:])])
+        assert rio._compact(col).to_pylist() == values
