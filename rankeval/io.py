@@ -290,7 +290,6 @@ def _compact(col: pa.ChunkedArray) -> pa.DictionaryArray:
     """Dictionary-encode a string column; a constant column costs no hashing."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     n = len(col)
     if n:
