@@ -195,8 +195,7 @@ class _Parser:
             if self.peek() != "" and not self.peek().isspace():
                 raise self.error(f"unexpected {self.describe_here()} in measure spec")
             # keep only this spec's own text so later errors point into it
-            sub = _Parser(self.text[start:end])
-            out.append(_rebase(spec, sub.text, start))
+            out.append(_rebase(spec, self.text[start:end], start))
             self.skip_ws()
         return out
 
