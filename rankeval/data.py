@@ -173,9 +173,6 @@ class Run:
         The run is named *name*, or by its file name.
         """
         table, lines = io.read_run_table(source)
-        from rankeval.ranked import release_memory
-
-        release_memory()
         if name is None:
             name = "stdin" if str(source) == "-" else Path(source).name
         return cls(table, name, io.source_name(source), lines)

@@ -33,22 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["Alignment", "RankedLists", "segment_offsets"]
 
 
-def release_memory() -> None:
-    """Hand freed memory back to the OS between stages, so that the temporaries of one stage
-    do not add to the next one's peak (pyarrow's pool and glibc both keep freed blocks)."""
-    import ctypes
-    import ctypes.util
-
-    import pyarrow as pa
-
-    pa.default_memory_pool().release_unused()
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: nothing to trim
-        pass
-
-
 def _index_type(n: int) -> type[np.signedinteger[Any]]:
     """Smallest index dtype for arrays of *n* rows (int32 saves memory on big runs)."""
     return np.int32 if n < 2**31 - 1 else np.int64
@@ -474,7 +458,6 @@ class Alignment:
         self.max_docs = max_docs
         self._views: dict[int, RankedLists] = {}
         self.run = run = check_duplicates(run, on_duplicate)
-        release_memory()
 
         # judgments: max relevance over assessors per (query_id, doc_id)
         qt = qrels.table
