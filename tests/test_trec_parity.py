@@ -27,7 +27,8 @@ DATA = Path(__file__).parent / "data"
 TE = DATA / "trec_eval"
 DLH = DATA / "dl-hard"
 DLH_RUNS = sorted(p.name[: -len(".run.gz")] for p in DLH.glob("*.run.gz"))
-COMPARED = [
+# measures pytrec_eval computes under the same names; the golden files also have the rest
+PYTREC_NAMES = (
     "map",
     "ndcg",
     "ndcg_cut_10",
@@ -37,13 +38,8 @@ COMPARED = [
     "Rprec",
     "bpref",
     "success_10",
-    "num_ret",
-    "num_rel",
-    "num_rel_ret",
-    "map_cut_10",
-    "P_5",
-    "recall_5",
-]
+)
+COMPARED = [*PYTREC_NAMES, "num_ret", "num_rel", "num_rel_ret", "map_cut_10", "P_5", "recall_5"]
 
 
 def _printed(frame, spec: str) -> dict[str, str]:
@@ -117,21 +113,7 @@ def test_dl_hard_golden(run):
     assert checked >= 15 * 40, (checked, sorted(tied))
 
 
-# measures pytrec_eval computes under the same names (a subset of the golden-file ones)
-PYTREC = {
-    name: TREC_TO_SPEC[name]
-    for name in (
-        "map",
-        "ndcg",
-        "ndcg_cut_10",
-        "P_10",
-        "recip_rank",
-        "recall_1000",
-        "Rprec",
-        "bpref",
-        "success_10",
-    )
-}
+PYTREC = {name: TREC_TO_SPEC[name] for name in PYTREC_NAMES}
 
 
 def _check_pytrec(qrels: Path, run: Path, level: int) -> int:
