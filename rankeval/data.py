@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rankeval import io
+from rankeval import htbg_json, io
 from rankeval.errors import InputError, UsageError
 
 if TYPE_CHECKING:
@@ -59,6 +59,21 @@ class Qrels:
         """
         if str(source) != "-" and not Path(source).exists() and _looks_like_dataset_id(str(source)):
             return cls.from_ir_datasets(str(source))
+        if htbg_json.is_json(source):
+            import pyarrow as pa
+
+            rows = htbg_json.read_truth(source)
+            table = pa.table(
+                {
+                    "query_id": pa.array([r[0] for r in rows], pa.string()),
+                    "iteration": pa.array([r[1] for r in rows], pa.string()),
+                    "doc_id": pa.array([r[2] for r in rows], pa.string()),
+                    "relevance": pa.array([r[3] for r in rows], pa.float64()),
+                    "line": pa.array([0] * len(rows), pa.int64()),
+                    "cost": pa.array([r[4] for r in rows], pa.string()),
+                }
+            )
+            return cls(table, io.source_name(source))
         return cls(io.read_qrels_table(source), io.source_name(source))
 
     @classmethod
@@ -126,6 +141,8 @@ class Run:
     Columns of :attr:`table`: ``query_id``, ``q0`` (column 2, kept: CLEF TAR runs put a
     threshold flag there), ``doc_id``, ``score`` (float64), ``tag``. The ranking (score
     descending, ties by doc_id descending, as trec_eval) is computed at evaluation time.
+    ``tie_break`` is ``"docno"`` (trec_eval's rule) or ``"file"`` (equal scores keep the file
+    order: runs read from the hTBG reference's JSON format, which sorts stably).
     """
 
     def __init__(
@@ -134,11 +151,13 @@ class Run:
         name: str = "run",
         source: str | None = None,
         lines: np.ndarray | None = None,
+        tie_break: str = "docno",
     ) -> None:
         self.table = table
         self.name = name
         self.source = source
         self.lines = lines
+        self.tie_break = tie_break
 
     def line_of(self, row: int) -> tuple[int | None, str]:
         """Source line number of table row *row* (``None`` if not read from a file) and the
@@ -172,9 +191,17 @@ class Run:
 
         The run is named *name*, or by its file name.
         """
-        table, lines = io.read_run_table(source)
         if name is None:
             name = "stdin" if str(source) == "-" else Path(source).name
+        if htbg_json.is_json(source):
+            rows = htbg_json.read_prediction(source)
+            import pandas as pd
+
+            frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+            run = cls.from_frame(frame, name)
+            run.source, run.tie_break = io.source_name(source), "file"
+            return run
+        table, lines = io.read_run_table(source)
         return cls(table, name, io.source_name(source), lines)
 
     @classmethod
@@ -238,7 +265,7 @@ def as_run(run: Any, name: str | None = None) -> Run:
 
     if isinstance(run, Run):
         if name is not None and name != run.name:
-            return Run(run.table, name, run.source, run.lines)
+            return Run(run.table, name, run.source, run.lines, run.tie_break)
         return run
     if isinstance(run, (str, Path)):
         return Run.read(run, name)

@@ -105,7 +105,17 @@ class RankedLists:
     run: Run
     qrels: Qrels
     level: int = 1
+    parent_ids: np.ndarray | None = None
+    alignment: Alignment | None = field(default=None, repr=False)
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    def children(self) -> RankedLists | None:
+        """The ranked lists one nesting level down (each item's children ranked within it,
+        one sub-query per parent), or ``None`` if no item here has judged children."""
+        if self.alignment is None or not self.alignment.nested:
+            return None
+        kids = self.alignment.view(self.level + 1)
+        return kids if kids.num_queries else None
 
     # -- sizes ---------------------------------------------------------------
     @property
@@ -424,7 +434,7 @@ def check_duplicates(run: Run, on_duplicate: str = "error") -> Run:
     keep = np.ones(table.num_rows, dtype=bool)
     keep[drop] = False
     lines = run.lines[keep] if run.lines is not None else (np.flatnonzero(keep) + 1 if run.source else None)
-    return type(run)(table.filter(pa.array(keep)), run.name, run.source, lines)
+    return type(run)(table.filter(pa.array(keep)), run.name, run.source, lines, run.tie_break)
 
 
 # ---------------------------------------------------------------------------------------
@@ -579,6 +589,7 @@ class Alignment:
         judged_doc = pc.take(j_doc, pa.array(jorder))
         judged_offsets = segment_offsets(judged_q, nq)
         # outer (top-level) query of each (sub-)query
+        parent_ids = None
         if level == 1:
             outer = np.arange(nq)
             outer_ids = query_ids
@@ -592,6 +603,10 @@ class Alignment:
                 np.unique(outer_names, return_inverse=True) if nq else (outer_names, np.zeros(0, np.int64))
             )
             outer = np.asarray(outer, dtype=np.int64)
+            # the parent item of each sub-query: the prefix of its judged children's ids
+            first_child = pc.take(judged_doc, pa.array(first))
+            parts = pc.split_pattern(first_child, self.sep, max_splits=1, reverse=True)
+            parent_ids = _np(pc.list_element(parts, 0)).astype(object) if nq else np.zeros(0, object)
 
         # run side
         r_rows, r_group, _ = self._group("r", level)
@@ -618,7 +633,7 @@ class Alignment:
             jrows = new_pos[jrows]
             del new_pos
         # each query's rows are now one contiguous block (blocks in any query order)
-        tie = _tie_order(rq, score, self._r_doc, r_rows)
+        tie = _tie_order(rq, score, self._r_doc, r_rows) if self.run.tie_break == "docno" else None
         if tie is not None:
             pos, perm = tie  # equal scores within a query: only rows (and judged rows) move
             r_rows[pos] = r_rows[pos[perm]]
@@ -659,6 +674,8 @@ class Alignment:
             run=self.run,
             qrels=self.qrels,
             level=level,
+            parent_ids=parent_ids,
+            alignment=self,
         )
 
 

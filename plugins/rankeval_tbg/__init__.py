@@ -1,0 +1,399 @@
+"""Time-biased gain measures as a rankeval plugin: TBG, hTBG and their normalised forms.
+
+TBG (Smucker & Clarke, SIGIR 2012): ``TBG = Σ_k g_k · 2^(-T(k)/h)``, ``T(k)`` the time to reach
+rank k (summaries, plus clicked documents' reading times, of the items above it).
+hTBG (Shing, Resnik & Oard, ACL 2020): the reading time of an individual is the expected
+number of words read in its documents, which are read in the run's order until one settles
+the assessment (stopping probability R): ``E_i = Σ_l W_l Π_{m<l} (1 - R_m)``; a relevant
+individual gains only if one of its first ``max_docs`` documents has R > 0.
+
+Individuals are the top-level items of a nested run (``PARENT/CHILD`` ids), their documents
+the children; a flat run's items are read whole (their own ``cost=``). All kernels work on
+all queries and individuals at once: segmented products and sums over padded 2-D arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from rankeval import Duration, Measure, hookimpl, param
+from rankeval.errors import InputError
+
+if TYPE_CHECKING:
+    from rankeval.ranked import RankedLists
+
+SMUCKER_CLARKE = "Smucker & Clarke, Time-based calibration of effectiveness measures, SIGIR 2012"
+SHING = "Shing, Resnik & Oard, A Prioritization Model for Suicidality Risk Assessment, ACL 2020"
+
+
+# ------------------------------------------------------------------------------ helpers
+def _grid(seg: np.ndarray, pos: np.ndarray, values: np.ndarray, nseg: int, fill: float = 0.0) -> np.ndarray:
+    """Scatter per-row *values* into a (segment x position) array (padding: *fill*)."""
+    width = int(pos.max()) + 1 if len(pos) else 1
+    out = np.full((nseg, width), fill, dtype=np.float64)
+    out[seg, pos] = values
+    return out
+
+
+def _exclusive_cumsum(seg: np.ndarray, pos: np.ndarray, values: np.ndarray, nseg: int) -> np.ndarray:
+    """Sum of the values before each row within its segment (exact per segment)."""
+    grid = _grid(seg, pos, values, nseg)
+    before = np.cumsum(grid, axis=1) - grid
+    return before[seg, pos]  # type: ignore[no-any-return]
+
+
+def _keys(qids: Any, docs: Any) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.binary_join_element_wise(pa.array(qids, pa.string()), pa.array(docs, pa.string()), "\x1f")
+
+
+@dataclass
+class _Items:
+    """Per (query, item) of the qrels: stopping probability R and cost W (NaN if absent)."""
+
+    keys: Any  # pyarrow string array of "qid\\x1fdoc"
+    stop: np.ndarray
+    cost: np.ndarray
+
+    def lookup(self, keys: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(found, R, W) for *keys* (R 0 and W NaN where not judged)."""
+        import pyarrow.compute as pc
+
+        idx = pc.index_in(keys, value_set=self.keys).to_numpy(zero_copy_only=False)
+        found = ~np.isnan(idx.astype(float))
+        i = np.where(found, idx, 0).astype(np.int64)
+        stop = np.where(found, self.stop[i] if len(self.stop) else 0.0, 0.0)
+        cost = np.where(found, self.cost[i] if len(self.cost) else np.nan, np.nan)
+        return found, stop, cost
+
+
+def _items(data: RankedLists, smax: float) -> _Items:
+    """Stopping probabilities (multi-assessor formula) and costs of every judged item."""
+    key = ("tbg-items", smax)
+    if key in data._cache:
+        return data._cache[key]  # type: ignore[no-any-return]
+    import pyarrow.compute as pc
+
+    table = data.qrels.table
+    keys = _keys(table.column("query_id"), table.column("doc_id"))
+    unique = pc.unique(keys)
+    index = pc.index_in(keys, value_set=unique).to_numpy().astype(np.int64)
+    rel = table.column("relevance").to_numpy()
+    keep = 1.0 - np.clip(rel, 0.0, smax) / smax  # per assessor: chance of not stopping
+    not_stop = np.ones(len(unique))
+    np.multiply.at(not_stop, index, keep)
+    cost = np.full(len(unique), np.nan)
+    if "cost" in table.column_names:
+        text = table.column("cost")
+        has = text.is_valid().to_numpy(zero_copy_only=False)
+        try:
+            values = pc.cast(text.filter(text.is_valid()), "float64").to_numpy()
+        except Exception:
+            bad = next(i for i, ok in enumerate(has) if ok and not _is_number(text[i].as_py()))
+            raise InputError(
+                f"expected a number for cost=, found {text[bad].as_py()!r}",
+                source=data.qrels.source,
+                line=int(table.column("line")[bad].as_py()) or None,
+            ) from None
+        cost[index[has]] = values
+    items = _Items(unique, 1.0 - not_stop, cost)
+    data._cache[key] = items
+    return items
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+# ------------------------------------------------------------------------------ measures
+@dataclass(frozen=True)
+class _TimeBiased(Measure):
+    """Parameters and kernel shared by TBG and hTBG (value, ideal and normalised)."""
+
+    at: ClassVar[str | None] = "h"
+    hierarchical: ClassVar[bool] = False
+    normalised: ClassVar[bool] = False
+
+    h: Duration = param(Duration(224), "half-life of the user's persistence (units s, m, h)")  # noqa: RUF009
+    p_click_rel: float = param(0.64, "probability of clicking a relevant item's summary")
+    p_click_nonrel: float = param(0.39, "probability of clicking a non-relevant item's summary")
+    p_save_rel: float = param(0.77, "probability of saving a relevant item once read")
+    p_save_nonrel: float = param(
+        0.27, "probability of saving a non-relevant item (no gain; kept for the model)"
+    )
+    t_summary: float = param(4.4, "seconds to read a summary")
+    t_alpha: float = param(0.018, "seconds per word read")
+    t_beta: float = param(7.8, "seconds of overhead per item read")
+    rel: int = param(1, "minimum relevance grade of a relevant (at-risk) individual")
+    max_docs: int = param(50, "documents read per individual at most (0 = all)")
+    smax: float = param(
+        1.0, "maximum label: a child's stopping probability is min(label, smax)/smax per assessor"
+    )
+    default_cost: float | None = param(
+        None, "cost of an item without cost= (none: missing costs are an error)"
+    )
+    ideal: bool = param(False, "the value of the ideal ranking instead (Theorems 3.2 and 3.3)")
+
+    def __post_init__(self) -> None:
+        if self.h <= 0:
+            raise ValueError("half-life h must be positive")
+        if self.max_docs < 0:
+            raise ValueError("max_docs must be 0 (all) or positive")
+        if self.smax <= 0:
+            raise ValueError("smax must be positive")
+
+    # -- the user model ---------------------------------------------------------------
+    def _shared_key(self) -> tuple[Any, ...]:
+        """Everything but the half-life: runs differing only in h share the work."""
+        return (
+            type(self).hierarchical,
+            *(getattr(self, f.name) for f in fields(self) if f.name not in ("h", "ideal")),
+        )
+
+    def compute(self, data: RankedLists) -> np.ndarray:
+        if self.normalised or self.ideal:
+            ideal = self._discounted(data, *self._ideal_times(data))
+            if not self.normalised:
+                return ideal
+        value = self._discounted(data, *self._times(data))
+        if not self.normalised:
+            return value
+        out = np.zeros(len(value))
+        np.divide(value, ideal, out=out, where=ideal > 0)
+        return out
+
+    def _discounted(
+        self, data: RankedLists, query: np.ndarray, gain: np.ndarray, before: np.ndarray
+    ) -> np.ndarray:
+        decay = np.exp2(-before / float(self.h))
+        return np.bincount(query, weights=gain * decay, minlength=data.num_queries)
+
+    def _gain(self) -> float:
+        return self.p_click_rel * self.p_save_rel
+
+    def _time(self, relevant: np.ndarray, words: np.ndarray) -> np.ndarray:
+        click = np.where(relevant, self.p_click_rel, self.p_click_nonrel)
+        return self.t_summary + click * (self.t_alpha * words + self.t_beta)
+
+    def _children(self, data: RankedLists) -> RankedLists | None:
+        return data.children()
+
+    def _child_stats(self, data: RankedLists, ideal: bool) -> dict[str, np.ndarray] | None:
+        """Per individual item key: expected words E, total words W, signal; from the
+        children in run order (or in the ideal order)."""
+        cache_key = ("tbg-children", ideal, self._shared_key())
+        if cache_key in data._cache:
+            return data._cache[cache_key]  # type: ignore[no-any-return]
+        kids = self._children(data)
+        if kids is None or kids.num_queries == 0:
+            data._cache[cache_key] = None
+            return None
+        items = _items(data, self.smax)
+        nsub = kids.num_queries
+        if ideal:
+            # every judged child of each parent, best order: R/W descending (hTBG), or
+            # fewest words first (TBG)
+            jq = kids.judged_query()
+            outer_q = kids.outer_ids[kids.outer[jq]]
+            _, stop, cost = items.lookup(_keys(outer_q, kids.judged_doc_ids))
+            seg = jq
+        else:
+            rows = np.arange(len(kids.query))
+            seg = kids.query
+            outer_q = kids.outer_ids[kids.outer[seg]]
+            _, stop, cost = items.lookup(_keys(outer_q, kids.doc_ids))
+        cost = self._fill_cost(cost, kids, seg, ideal)
+        if ideal:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(cost > 0, stop / cost, np.where(stop > 0, np.inf, 0.0))
+            key = -ratio if self.hierarchical else cost
+            order = np.lexsort((key, seg))
+            seg, stop, cost = seg[order], stop[order], cost[order]
+            first = np.concatenate(([0], np.flatnonzero(seg[1:] != seg[:-1]) + 1)) if len(seg) else seg
+            pos = np.arange(len(seg)) - np.repeat(first, np.diff(np.concatenate((first, [len(seg)]))))
+        else:
+            pos = kids.rank_of(rows)
+        if self.max_docs:
+            keep = pos < self.max_docs
+            seg, pos, stop, cost = seg[keep], pos[keep], stop[keep], cost[keep]
+        read_on = _grid(seg, pos, 1.0 - stop, nsub, fill=1.0)
+        words = _grid(seg, pos, cost, nsub)
+        stats = {
+            "expected": (words * _exclusive_product(read_on)).sum(axis=1),
+            "total": words.sum(axis=1),
+            "signal": (_grid(seg, pos, stop, nsub) > 0).any(axis=1),
+            "keys": _keys(kids.outer_ids[kids.outer], kids.parent_ids),
+        }
+        data._cache[cache_key] = stats
+        return stats
+
+    def _fill_cost(self, cost: np.ndarray, view: RankedLists, seg: np.ndarray, ideal: bool) -> np.ndarray:
+        missing = np.isnan(cost)
+        if not missing.any():
+            return cost
+        if self.default_cost is not None:
+            return np.where(missing, self.default_cost, cost)
+        i = int(np.flatnonzero(missing)[0])
+        if ideal:
+            item = view.judged_doc_ids[i].as_py()
+        else:
+            item = view.doc_ids[i].as_py()
+        query = view.outer_ids[view.outer[seg[i]]]
+        raise InputError(
+            f"{self.name}: item {item!r} of query {query!r} has no cost= attribute in the qrels "
+            "(give the reading cost, e.g. its word count, or default_cost=)",
+            source=view.qrels.source,
+        )
+
+    def _words(
+        self, data: RankedLists, keys: Any, own_cost: np.ndarray, ideal: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(words read, signal) per individual: from its children, else its own cost."""
+        stats = self._child_stats(data, ideal)
+        signal = np.ones(len(own_cost), dtype=bool)
+        words = own_cost
+        if stats is not None:
+            import pyarrow.compute as pc
+
+            idx = pc.index_in(keys, value_set=stats["keys"]).to_numpy(zero_copy_only=False)
+            has = ~np.isnan(idx.astype(float))
+            i = np.where(has, idx, 0).astype(np.int64)
+            nested_words = stats["expected"] if self.hierarchical else stats["total"]
+            words = np.where(has, nested_words[i], own_cost)
+            if self.hierarchical:
+                signal = np.where(has, stats["signal"][i], True)
+        return words, signal
+
+    def _times(self, data: RankedLists) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(query, gain, time before) of each ranked individual, in the run's order."""
+        key = ("tbg-times", self._shared_key())
+        if key not in data._cache:
+            rows = np.arange(len(data.query))
+            keys = _keys(data.outer_ids[data.outer[data.query]], data.doc_ids)
+            _, _, own = _items(data, self.smax).lookup(keys)
+            relevant = data.relevance >= self.rel
+            has_children = self._child_stats(data, False)
+            own = own if has_children is None else np.where(np.isnan(own), 0.0, own)
+            words, signal = self._words(data, keys, self._own_cost(own, data, rows, has_children), False)
+            time = self._time(relevant, words)
+            gain = np.where(relevant & signal, self._gain(), 0.0)
+            before = _exclusive_cumsum(data.query, data.rank_of(rows), time, data.num_queries)
+            data._cache[key] = (data.query, gain, before)
+        return data._cache[key]  # type: ignore[no-any-return]
+
+    def _own_cost(self, own: np.ndarray, data: RankedLists, rows: np.ndarray, nested: Any) -> np.ndarray:
+        if nested is not None:
+            return own  # individuals read through their children; own cost only if childless
+        missing = np.isnan(own)
+        if missing.any():
+            if self.default_cost is None:
+                i = int(np.flatnonzero(missing)[0])
+                raise InputError(
+                    f"{self.name}: item {data.doc_ids[i].as_py()!r} of query "
+                    f"{data.query_ids[data.query[i]]!r} has no cost= attribute in the qrels "
+                    "(give the reading cost, e.g. its word count, or default_cost=)",
+                    source=data.qrels.source,
+                )
+            own = np.where(missing, self.default_cost, own)
+        return own
+
+    def _ideal_times(self, data: RankedLists) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(query, gain, time before) of the ideal ranking of each query's judged items:
+        gaining individuals first, by ascending time (Theorem 3.2)."""
+        key = ("tbg-ideal", self._shared_key())
+        if key not in data._cache:
+            jq = data.judged_query()
+            keys = _keys(data.outer_ids[data.outer[jq]], data.judged_doc_ids)
+            relevant = data.judged_relevance >= self.rel
+            _, _, own = _items(data, self.smax).lookup(keys)
+            nested = self._child_stats(data, True)
+            own = np.where(np.isnan(own), 0.0 if nested is not None else np.nan, own)
+            if nested is None and np.isnan(own[relevant]).any():
+                own = np.where(
+                    np.isnan(own), self.default_cost if self.default_cost is not None else np.nan, own
+                )
+                if np.isnan(own[relevant]).any():
+                    i = int(np.flatnonzero(relevant & np.isnan(own))[0])
+                    raise InputError(
+                        f"{self.name}: item {data.judged_doc_ids[i].as_py()!r} has no cost= attribute "
+                        "(needed for the ideal ranking; or give default_cost=)",
+                        source=data.qrels.source,
+                    )
+            words, signal = self._words(data, keys, own, True)
+            gaining = relevant & signal
+            time = self._time(relevant, np.where(gaining, words, 0.0))
+            order = np.lexsort((time, ~gaining, jq))
+            q, t, g = jq[order], time[order], gaining[order]
+            first = np.concatenate(([0], np.flatnonzero(q[1:] != q[:-1]) + 1)) if len(q) else q
+            pos = np.arange(len(q)) - np.repeat(first, np.diff(np.concatenate((first, [len(q)]))))
+            before = _exclusive_cumsum(q, pos, np.where(g, t, 0.0), data.num_queries)
+            data._cache[key] = (q, np.where(g, self._gain(), 0.0), before)
+        return data._cache[key]  # type: ignore[no-any-return]
+
+
+def _exclusive_product(grid: np.ndarray) -> np.ndarray:
+    """Row-wise product of the entries before each position (exact, no division)."""
+    out = np.ones_like(grid)
+    if grid.shape[1] > 1:
+        out[:, 1:] = np.cumprod(grid[:, :-1], axis=1)
+    return out
+
+
+@dataclass(frozen=True)
+class TBG(_TimeBiased):
+    """Time-biased gain: Σ_k g_k · 2^(-T(k)/h), g_k = p_click_rel · p_save_rel for relevant
+    items, T(k) the time to reach rank k. A nested individual's words are its first max_docs
+    children's costs summed; a flat item's words its cost=."""
+
+    name: ClassVar[str] = "TBG"
+    description: ClassVar[str] = "Time-biased gain (expected relevant items found in the time budget)"
+    source: ClassVar[str] = SMUCKER_CLARKE
+
+
+@dataclass(frozen=True)
+class NTBG(TBG):
+    """TBG divided by the TBG of the ideal ranking."""
+
+    name: ClassVar[str] = "nTBG"
+    description: ClassVar[str] = "TBG / ideal TBG"
+    normalised: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class HTBG(_TimeBiased):
+    """Hierarchical TBG: an individual's reading time uses the expected words read in its
+    documents, Σ_l W_l Π_{m<l}(1 - R_l), and it gains only if one of its first max_docs
+    documents can settle the assessment (R > 0)."""
+
+    name: ClassVar[str] = "hTBG"
+    description: ClassVar[str] = (
+        "Hierarchical time-biased gain (expected at-risk individuals found in the time budget)"
+    )
+    source: ClassVar[str] = SHING + "; reference github sidenver/hTBG"
+    hierarchical: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class NHTBG(HTBG):
+    """hTBG divided by the hTBG of the ideal ranking."""
+
+    name: ClassVar[str] = "nhTBG"
+    description: ClassVar[str] = "hTBG / ideal hTBG"
+    normalised: ClassVar[bool] = True
+
+
+@hookimpl
+def register_measures(register: Callable[[type[Measure]], None]) -> None:
+    """Register TBG, nTBG, hTBG and nhTBG."""
+    for cls in (TBG, NTBG, HTBG, NHTBG):
+        register(cls)
