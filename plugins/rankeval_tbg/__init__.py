@@ -270,7 +270,7 @@ class _TimeBiased(Measure):
             i = np.where(has, idx, 0).astype(np.int64)
             nested_words = stats["expected"] if self.hierarchical else stats["total"]
             words = np.where(has, nested_words[i], own_cost)
-            if self.hierarchical:
+            if self.hierarchical and getattr(self, "signal", True):
                 signal = np.where(has, stats["signal"][i], True)
         return words, signal
 
@@ -381,6 +381,8 @@ class HTBG(_TimeBiased):
     )
     source: ClassVar[str] = SHING + "; reference github sidenver/hTBG"
     hierarchical: ClassVar[bool] = True
+
+    signal: bool = param(True, "gain only if one of the first max_docs documents has R > 0 (the paper's rule)")
 
 
 @dataclass(frozen=True)
