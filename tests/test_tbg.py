@@ -46,3 +46,66 @@ def test_half_life_units_parse_to_seconds():
     assert rankeval.parse_measure("hTBG@h=3h") == rankeval.parse_measure("hTBG@10800")
     assert str(rankeval.parse_measure("hTBG@h=30m")) == "hTBG@30m"
     assert rankeval.parse_measure("TBG").h == 224
+
+
+def test_converted_nested_trec_files_give_the_same_values(tmp_path):
+    from typer.testing import CliRunner
+
+    from rankeval.cli.app import app
+
+    q, r = tmp_path / "toy.qrels", tmp_path / "toy.run"
+    result = CliRunner().invoke(
+        app, ["convert", str(TOY / "truth.json"), str(TOY / "prediction.json"), str(q), str(r)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "q_1 0 user_1/doc_1 0.2 cost=56" in q.read_text()
+    specs = [f"{m}{i}@h={h}" for m in ("hTBG", "TBG") for i in ("", "(ideal=true)") for h in (3, 5, 10)]
+    from_json = rankeval.evaluate(TOY / "truth.json", TOY / "prediction.json", specs)
+    from_trec = rankeval.evaluate(q, r, specs)
+    assert from_json["value"].tolist() == from_trec["value"].tolist()
+    assert len(from_trec) == len(specs) * 3
+
+
+def test_convert_round_trip_is_lossless(tmp_path):
+    from typer.testing import CliRunner
+
+    from rankeval.cli.app import app
+
+    runner = CliRunner()
+    q1, r1 = tmp_path / "a.qrels", tmp_path / "a.run"
+    t2, p2 = tmp_path / "t.json", tmp_path / "p.json"
+    q3, r3 = tmp_path / "b.qrels", tmp_path / "b.run"
+    assert (
+        runner.invoke(
+            app, ["convert", str(TOY / "truth.json"), str(TOY / "prediction.json"), str(q1), str(r1)]
+        ).exit_code
+        == 0
+    )
+    assert runner.invoke(app, ["convert", str(q1), str(r1), str(t2), str(p2), "--to", "json"]).exit_code == 0
+    assert json.loads(t2.read_text()) == json.loads((TOY / "truth.json").read_text())
+    assert json.loads(p2.read_text()) == json.loads((TOY / "prediction.json").read_text())
+    assert runner.invoke(app, ["convert", str(t2), str(p2), str(q3), str(r3)]).exit_code == 0
+    assert q3.read_text() == q1.read_text() and r3.read_text() == r1.read_text()
+
+
+def test_cli_reads_the_reference_json_directly():
+    from typer.testing import CliRunner
+
+    from rankeval.cli.app import app
+
+    result = CliRunner().invoke(
+        app, [str(TOY / "truth.json"), str(TOY / "prediction.json"), "-m", "hTBG@h=3", "-q", "-f", "jsonl"]
+    )
+    assert result.exit_code == 0, result.output
+    rows = {r["query_id"]: r["value"] for r in map(json.loads, result.output.splitlines())}
+    assert rows["q_1"] == pytest.approx(EXPECTED["hierarchical"]["evaluate"]["q_1"]["3"], rel=1e-12)
+
+
+def test_missing_cost_is_an_error_naming_the_item(tmp_path):
+    q, r = tmp_path / "q", tmp_path / "r"
+    q.write_text("1 0 u 1\n1 0 u/p1 0.5 cost=10\n1 0 u/p2 0.5\n")
+    r.write_text("1 Q0 u 1 1 s\n1 Q0 u/p1 1 2 s\n1 Q0 u/p2 2 1 s\n")
+    with pytest.raises(rankeval.InputError, match="'u/p2' of query '1' has no cost="):
+        rankeval.evaluate(q, r, "hTBG")
+    ok = rankeval.evaluate(q, r, "hTBG(default_cost=10)")
+    assert ok["value"].iloc[0] == pytest.approx(0.64 * 0.77)  # the only individual, reached at time 0

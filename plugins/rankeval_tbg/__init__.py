@@ -382,7 +382,9 @@ class HTBG(_TimeBiased):
     source: ClassVar[str] = SHING + "; reference github sidenver/hTBG"
     hierarchical: ClassVar[bool] = True
 
-    signal: bool = param(True, "gain only if one of the first max_docs documents has R > 0 (the paper's rule)")
+    signal: bool = param(
+        True, "gain only if one of the first max_docs documents has R > 0 (the paper's rule)"
+    )
 
 
 @dataclass(frozen=True)

@@ -214,3 +214,33 @@ def plugins_cmd(p: PluginOption = []) -> None:  # noqa: B006 - typer needs a lis
         typer.echo(f"{name}\t{origin}\t{', '.join(names)}{extra}")
     for name, why in registry.failures.items():
         typer.echo(f"{name}\tBROKEN\t{why}")
+
+
+@app.command("convert")
+def convert_cmd(
+    qrels_in: Annotated[str, typer.Argument(metavar="QRELS_IN", help="Qrels (TREC) or truth (hTBG JSON).")],
+    run_in: Annotated[str, typer.Argument(metavar="RUN_IN", help="Run (TREC) or prediction (hTBG JSON).")],
+    qrels_out: Annotated[
+        Path, typer.Argument(metavar="QRELS_OUT", help="Where to write the converted qrels.")
+    ],
+    run_out: Annotated[Path, typer.Argument(metavar="RUN_OUT", help="Where to write the converted run.")],
+    to: Annotated[
+        str, typer.Option("--to", help="Target format: trec (nested TREC files) or json (hTBG reference).")
+    ] = "trec",
+    tag: Annotated[str, typer.Option("--tag", help="Run tag of the TREC run written.")] = "htbg",
+) -> None:
+    """Convert between the hTBG reference's JSON files and nested TREC qrels/run files."""
+    from rankeval.convert import json_to_trec, trec_to_json
+    from rankeval.report import write_atomic
+
+    try:
+        if to == "trec":
+            qrels_text, run_text = json_to_trec(qrels_in, run_in, tag=tag)
+        elif to == "json":
+            qrels_text, run_text = trec_to_json(qrels_in, run_in)
+        else:
+            raise UsageError(f"unknown target format {to!r}; expected trec or json")
+        write_atomic(qrels_out, qrels_text)
+        write_atomic(run_out, run_text)
+    except RankevalError as exc:
+        _fail(exc)
