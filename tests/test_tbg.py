@@ -109,3 +109,39 @@ def test_missing_cost_is_an_error_naming_the_item(tmp_path):
         rankeval.evaluate(q, r, "hTBG")
     ok = rankeval.evaluate(q, r, "hTBG(default_cost=10)")
     assert ok["value"].iloc[0] == pytest.approx(0.64 * 0.77)  # the only individual, reached at time 0
+
+
+def test_multi_assessor_stopping_probability_and_smax(tmp_path):
+    # one relevant individual u (rank 1) and a relevant individual v behind it: v's gain is
+    # discounted by u's time, which depends on u's expected words E_u
+    q, r = tmp_path / "q", tmp_path / "r"
+    q.write_text(
+        "1 0 u 1\n1 a u/p1 2 cost=100\n1 b u/p1 1 cost=100\n1 a u/p2 0 cost=50\n1 0 v 1\n1 a v/p1 4 cost=10\n"
+    )
+    r.write_text("1 Q0 u 1 2 s\n1 Q0 u/p1 1 2 s\n1 Q0 u/p2 2 1 s\n1 Q0 v 2 1 s\n1 Q0 v/p1 1 1 s\n")
+    value = rankeval.evaluate(q, r, "hTBG(smax=4)@60")["value"].iloc[0]
+    # assessors a (grade 2) and b (grade 1) on u/p1 with smax 4: R = 1 - (1 - 2/4)(1 - 1/4) = 0.625
+    stop = 1 - (1 - 2 / 4) * (1 - 1 / 4)
+    expected_words = 100 + 50 * (1 - stop)
+    time_u = 4.4 + 0.64 * (0.018 * expected_words + 7.8)
+    gain = 0.64 * 0.77
+    assert value == pytest.approx(gain + gain * 2 ** (-time_u / 60), rel=1e-12)
+
+
+def test_half_life_sweep_computes_the_shared_work_once(monkeypatch):
+    import rankeval_tbg
+
+    calls = []
+    original = rankeval_tbg._grid
+
+    def counting_grid(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(rankeval_tbg, "_grid", counting_grid)
+    rankeval.evaluate(TOY / "truth.json", TOY / "prediction.json", "hTBG@h=1h")
+    one = len(calls)
+    calls.clear()
+    rankeval.evaluate(TOY / "truth.json", TOY / "prediction.json", "hTBG@h=1h hTBG@h=3h hTBG@h=6h")
+    # the per-individual times (all the array work) are shared; only the discount differs
+    assert one > 0 and len(calls) == one
