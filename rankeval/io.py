@@ -423,7 +423,8 @@ def read_qrels_table(source: str | Path) -> pa.Table:
                 raise lines.fail(
                     int(parent[i]), f"attribute {key!r} given twice on one line", int(field_no[i])
                 )
-            full = np.full(len(lines.line), None, dtype=object)
-            full[rows] = values.filter(pa.array(mask)).to_numpy(zero_copy_only=False)
-            columns[key] = pa.array(full, pa.string())
+            # scatter this key's values onto their lines (null elsewhere), all in pyarrow
+            index = np.full(len(lines.line), -1, dtype=np.int64)
+            index[rows] = np.arange(len(rows))
+            columns[key] = values.filter(pa.array(mask)).take(pa.array(index, mask=index < 0))
     return pa.table(columns)

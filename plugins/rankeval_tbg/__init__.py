@@ -47,10 +47,24 @@ def _exclusive_cumsum(seg: np.ndarray, pos: np.ndarray, values: np.ndarray, nseg
 
 
 def _keys(qids: Any, docs: Any) -> Any:
+    """``query\x1fitem`` join keys (pyarrow strings) of paired query and item ids."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    return pc.binary_join_element_wise(pa.array(qids, pa.string()), pa.array(docs, pa.string()), "\x1f")
+    if not isinstance(qids, (pa.Array, pa.ChunkedArray)):
+        qids = pa.array(qids, pa.string())
+    if not isinstance(docs, (pa.Array, pa.ChunkedArray)):
+        docs = pa.array(docs, pa.string())
+    return pc.binary_join_element_wise(pc.cast(qids, pa.string()), pc.cast(docs, pa.string()), "\x1f")
+
+
+def _outer_of(view: RankedLists, query: np.ndarray) -> Any:
+    """Top-level query id (pyarrow strings) of each of the given (sub-)query indices,
+    taken from the small table of ids, without building Python strings per row."""
+    import pyarrow as pa
+
+    ids = pa.array(view.outer_ids.tolist(), pa.string())
+    return ids.take(pa.array(view.outer[query]))
 
 
 @dataclass
@@ -204,14 +218,12 @@ class _TimeBiased(Measure):
             # every judged child of each parent, best order: R/W descending (hTBG), or
             # fewest words first (TBG)
             jq = kids.judged_query()
-            outer_q = kids.outer_ids[kids.outer[jq]]
-            _, stop, cost = items.lookup(_keys(outer_q, kids.judged_doc_ids))
+            _, stop, cost = items.lookup(_keys(_outer_of(kids, jq), kids.judged_doc_ids))
             seg = jq
         else:
             rows = np.arange(len(kids.query))
             seg = kids.query
-            outer_q = kids.outer_ids[kids.outer[seg]]
-            _, stop, cost = items.lookup(_keys(outer_q, kids.doc_ids))
+            _, stop, cost = items.lookup(_keys(_outer_of(kids, seg), kids.doc_ids))
         cost = self._fill_cost(cost, kids, seg, ideal)
         if ideal:
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -232,7 +244,7 @@ class _TimeBiased(Measure):
             "expected": (words * _exclusive_product(read_on)).sum(axis=1),
             "total": words.sum(axis=1),
             "signal": (_grid(seg, pos, stop, nsub) > 0).any(axis=1),
-            "keys": _keys(kids.outer_ids[kids.outer], kids.parent_ids),
+            "keys": _keys(_outer_of(kids, np.arange(nsub)), kids.parent_ids),
         }
         data._cache[cache_key] = stats
         return stats
@@ -271,7 +283,9 @@ class _TimeBiased(Measure):
             nested_words = stats["expected"] if self.hierarchical else stats["total"]
             words = np.where(has, nested_words[i], own_cost)
             if self.hierarchical and getattr(self, "signal", True):
-                signal = np.where(has, stats["signal"][i], True)
+                # as the reference: in a nested collection an individual without (judged)
+                # posts has no post that can settle the assessment, so it never gains
+                signal = np.where(has, stats["signal"][i], False)
         return words, signal
 
     def _times(self, data: RankedLists) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -279,7 +293,7 @@ class _TimeBiased(Measure):
         key = ("tbg-times", self._shared_key())
         if key not in data._cache:
             rows = np.arange(len(data.query))
-            keys = _keys(data.outer_ids[data.outer[data.query]], data.doc_ids)
+            keys = _keys(_outer_of(data, data.query), data.doc_ids)
             _, _, own = _items(data, self.smax).lookup(keys)
             relevant = data.relevance >= self.rel
             has_children = self._child_stats(data, False)
@@ -313,7 +327,7 @@ class _TimeBiased(Measure):
         key = ("tbg-ideal", self._shared_key())
         if key not in data._cache:
             jq = data.judged_query()
-            keys = _keys(data.outer_ids[data.outer[jq]], data.judged_doc_ids)
+            keys = _keys(_outer_of(data, jq), data.judged_doc_ids)
             relevant = data.judged_relevance >= self.rel
             _, _, own = _items(data, self.smax).lookup(keys)
             nested = self._child_stats(data, True)
