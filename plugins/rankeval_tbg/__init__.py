@@ -99,9 +99,18 @@ def _items(data: RankedLists, smax: float) -> _Items:
     unique = pc.unique(keys)
     index = pc.index_in(keys, value_set=unique).to_numpy().astype(np.int64)
     rel = table.column("relevance").to_numpy()
-    keep = 1.0 - np.clip(rel, 0.0, smax) / smax  # per assessor: chance of not stopping
-    not_stop = np.ones(len(unique))
-    np.multiply.at(not_stop, index, keep)
+    share = np.clip(rel, 0.0, smax) / smax  # per assessor: min(r, smax) / smax
+    # R = 1 - Π (1 - share) in log space, so that a tiny R > 0 stays > 0 (1 - 1e-20 == 1.0)
+    log_keep = np.zeros(len(unique))
+    with np.errstate(divide="ignore"):  # share 1: log 0 = -inf, R = 1
+        np.add.at(log_keep, index, np.log1p(-share))
+    stop = -np.expm1(log_keep)
+    # one assessor (the usual case): R is the share itself, exactly
+    assessors = np.bincount(index, minlength=len(unique))
+    single = assessors == 1
+    first_share = np.zeros(len(unique))
+    first_share[index] = share
+    stop[single] = first_share[single]
     cost = np.full(len(unique), np.nan)
     if "cost" in table.column_names:
         text = table.column("cost")
@@ -116,7 +125,7 @@ def _items(data: RankedLists, smax: float) -> _Items:
                 line=int(table.column("line")[bad].as_py()) or None,
             ) from None
         cost[index[has]] = values
-    items = _Items(unique, 1.0 - not_stop, cost)
+    items = _Items(unique, stop, cost)
     data._cache[key] = items
     return items
 
