@@ -64,7 +64,9 @@ def timed(args: list[str], reps: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/out/htbg"))
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--individuals", type=int, default=1000)

@@ -145,3 +145,27 @@ def test_half_life_sweep_computes_the_shared_work_once(monkeypatch):
     rankeval.evaluate(TOY / "truth.json", TOY / "prediction.json", "hTBG@h=1h hTBG@h=3h hTBG@h=6h")
     # the per-individual times (all the array work) are shared; only the discount differs
     assert one > 0 and len(calls) == one
+
+
+def test_ideal_with_truncation_chooses_which_posts_to_read(tmp_path):
+    # max_docs=2: reading (0.001, 1 word) then (0, 1 word) costs 1 + 0.999 words and has a
+    # signal; the R/W order would read the 100-word post first. Found by the property tests.
+    q, r = tmp_path / "q", tmp_path / "r"
+    q.write_text(
+        "q1 0 a 1\nq1 0 a/x 0.001 cost=1\nq1 0 a/y 0 cost=1\nq1 0 a/z 1 cost=100\n"
+        "q1 0 b 1\nq1 0 b/x 0.5 cost=10\n"
+    )
+    r.write_text(
+        "q1 Q0 a 1 2 s\nq1 Q0 a/x 1 3 s\nq1 Q0 a/y 2 2 s\nq1 Q0 a/z 3 1 s\nq1 Q0 b 2 1 s\nq1 Q0 b/x 1 1 s\n"
+    )
+    v = _values(
+        rankeval.evaluate(q, r, "hTBG(max_docs=2)@60 hTBG(max_docs=2,ideal=true)@60 nhTBG(max_docs=2)@60")
+    )
+    gain = 0.64 * 0.77
+    time = lambda words: 4.4 + 0.64 * (0.018 * words + 7.8)  # noqa: E731
+    # the ideal reads b first (10 words) then a (1 + 0.999 words), or a first: take the best
+    b_first = gain + gain * 2 ** (-time(10) / 60)
+    a_first = gain + gain * 2 ** (-time(1 + 0.999) / 60)
+    assert v[("hTBG(max_docs=2,ideal=true)@1m", "q1")] == pytest.approx(max(a_first, b_first), rel=1e-12)
+    assert v[("hTBG(max_docs=2)@1m", "q1")] <= v[("hTBG(max_docs=2,ideal=true)@1m", "q1")]
+    assert v[("nhTBG(max_docs=2)@1m", "q1")] <= 1.0

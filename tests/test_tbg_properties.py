@@ -481,3 +481,21 @@ def test_tiny_stopping_probability_is_a_signal(stop):
     got = evaluate_queries(queries, specs)
     for spec in specs:
         assert close(got[(spec, "q1")], GAIN), (spec, got[(spec, "q1")])
+
+
+# ------------------------------------------------------------------ 2b. ideal with truncation
+@SETTINGS
+@given(
+    pool=small_pool(budget=3000),
+    h=st.sampled_from(HALF_LIVES),
+    max_docs=st.integers(1, 2),
+    rnd=st.randoms(use_true_random=False),
+)
+def test_truncated_ideal_is_the_best_of_all_rankings(pool, h, max_docs, rnd):
+    """With max_docs > 0 the ideal chooses which posts are read first (a dynamic programme),
+    and still equals the brute-force maximum over every ranking of individuals and posts."""
+    rankings = list(all_rankings(pool))
+    spec = f"hTBG(max_docs={max_docs},ideal=true)@h={h}"
+    got = evaluate_queries({"q1": pool}, [spec], rnd)[(spec, "q1")]
+    best = max(ref_value(r, h, max_docs, "hTBG") for r in rankings)
+    assert close(got, best), (got, best)

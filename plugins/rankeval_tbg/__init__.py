@@ -244,6 +244,13 @@ class _TimeBiased(Measure):
             pos = np.arange(len(seg)) - np.repeat(first, np.diff(np.concatenate((first, [len(seg)]))))
         else:
             pos = kids.rank_of(rows)
+        truncated = None
+        if ideal and self.hierarchical and self.max_docs and len(pos) and pos.max() >= self.max_docs:
+            # more posts than are read: the best posts to read first are a choice, not just
+            # an order (see _best_truncated_reading); computed on the full R/W-sorted lists
+            truncated = _best_truncated_reading(
+                _grid(seg, pos, stop, nsub), _grid(seg, pos, cost, nsub, fill=np.inf), self.max_docs
+            )
         if self.max_docs:
             keep = pos < self.max_docs
             seg, pos, stop, cost = seg[keep], pos[keep], stop[keep], cost[keep]
@@ -255,6 +262,8 @@ class _TimeBiased(Measure):
             "signal": (_grid(seg, pos, stop, nsub) > 0).any(axis=1),
             "keys": _keys(_outer_of(kids, np.arange(nsub)), kids.parent_ids),
         }
+        if truncated is not None:
+            stats["expected"], stats["signal"] = truncated
         data._cache[cache_key] = stats
         return stats
 
@@ -362,6 +371,48 @@ class _TimeBiased(Measure):
             before = _exclusive_cumsum(q, pos, np.where(g, t, 0.0), data.num_queries)
             data._cache[key] = (q, np.where(g, self._gain(), 0.0), before)
         return data._cache[key]  # type: ignore[no-any-return]
+
+
+def _best_truncated_reading(stop: np.ndarray, words: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """Least expected words to read per individual when only the first *limit* posts are read,
+    over every choice of which posts come first, with at least one post that has R > 0.
+
+    Rows are individuals, columns their posts sorted by R/W descending (padding: W = inf).
+    For a fixed set of posts the R/W order is best (Theorem 3.3), so the best reading is a
+    subsequence of this order: a dynamic programme over the posts, from the last, whose cost
+    of "the k posts still to choose, from post i on" scales with the chance of reaching post
+    i, so f_i(k) = min(f_{i+1}(k), W_i + (1 - R_i) f_{i+1}(k - 1)). Vectorised over the
+    individuals; a loop over post positions and read counts only.
+
+    Returns:
+        (expected words, whether a post with R > 0 can be read) per individual.
+    """
+    n_ind, n_posts = stop.shape
+    counts = np.isfinite(words).sum(axis=1)
+    reads = np.minimum(counts, limit)
+    inf = np.inf
+    # best[k, s]: least words reading k more posts; s = 1 if a signal post is still needed
+    best = np.full((n_ind, limit + 1, 2), inf)
+    best[:, 0, 0] = 0.0
+    for i in range(n_posts - 1, -1, -1):
+        w, r = words[:, i : i + 1], stop[:, i : i + 1]
+        take_any = w + _scaled(1.0 - r, best[:, :-1, 0])  # this post read, no signal needed after
+        need_after = np.where(r > 0, best[:, :-1, 0], best[:, :-1, 1])
+        take_need = w + _scaled(1.0 - r, need_after)
+        new = best.copy()
+        new[:, 1:, 0] = np.minimum(best[:, 1:, 0], take_any)
+        new[:, 1:, 1] = np.minimum(best[:, 1:, 1], take_need)
+        best = new
+    rows = np.arange(n_ind)
+    with_signal = best[rows, reads, 1]
+    signal = np.isfinite(with_signal)
+    return np.where(signal, with_signal, best[rows, reads, 0]), signal
+
+
+def _scaled(factor: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """factor * cost, where an infeasible (infinite) cost stays infinite even for factor 0."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isinf(cost), np.inf, factor * cost)
 
 
 def _exclusive_product(grid: np.ndarray) -> np.ndarray:
