@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from rankeval.errors import InputError
@@ -55,23 +56,30 @@ def _number(value: Any, where: str, source: str) -> float:
     return float(value)
 
 
-def read_truth(source: str | Path, sep: str = "/") -> list[tuple[str, str, str, float, str | None]]:
-    """Rows ``(query, iteration, item, relevance, cost)`` of a truth file (cost for documents)."""
-    rows: list[tuple[str, str, str, float, str | None]] = []
+def _walk(source: str | Path, what: str) -> Iterator[tuple[str, str, Any, dict[str, Any]]]:
+    """``(query, individual, first value, documents)`` of each individual, in file order."""
     name = str(source)
     for qid, individuals in _load(source).items():
         if not isinstance(individuals, dict):
             raise InputError(f"query {qid!r}: expected an object of individuals", source=name)
         for ind, value in individuals.items():
-            label, docs = _pair(value, f"{qid}/{ind}", name, "label, {doc: [stop_probability, words]}")
-            rows.append((qid, "0", ind, _number(label, f"{qid}/{ind} label", name), None))
+            first, docs = _pair(value, f"{qid}/{ind}", name, what)
             if not isinstance(docs, dict):
                 raise InputError(f"{qid}/{ind}: expected an object of documents", source=name)
-            for doc, judgment in docs.items():
-                where = f"{qid}/{ind}{sep}{doc}"
-                stop, words = _pair(judgment, where, name, "stop_probability, words")
-                cost = _number(words, where + " words", name)
-                rows.append((qid, "0", f"{ind}{sep}{doc}", _number(stop, where, name), repr(cost)))
+            yield qid, ind, first, docs
+
+
+def read_truth(source: str | Path, sep: str = "/") -> list[tuple[str, str, str, float, str | None]]:
+    """Rows ``(query, iteration, item, relevance, cost)`` of a truth file (cost for documents)."""
+    rows: list[tuple[str, str, str, float, str | None]] = []
+    name = str(source)
+    for qid, ind, label, docs in _walk(source, "label, {doc: [stop_probability, words]}"):
+        rows.append((qid, "0", ind, _number(label, f"{qid}/{ind} label", name), None))
+        for doc, judgment in docs.items():
+            where = f"{qid}/{ind}{sep}{doc}"
+            stop, words = _pair(judgment, where, name, "stop_probability, words")
+            cost = _number(words, where + " words", name)
+            rows.append((qid, "0", f"{ind}{sep}{doc}", _number(stop, where, name), repr(cost)))
     return rows
 
 
@@ -79,14 +87,8 @@ def read_prediction(source: str | Path, sep: str = "/") -> list[tuple[str, str, 
     """Rows ``(query, item, score)`` of a prediction file, in file order."""
     rows: list[tuple[str, str, float]] = []
     name = str(source)
-    for qid, individuals in _load(source).items():
-        if not isinstance(individuals, dict):
-            raise InputError(f"query {qid!r}: expected an object of individuals", source=name)
-        for ind, value in individuals.items():
-            score, docs = _pair(value, f"{qid}/{ind}", name, "score, {doc: score}")
-            rows.append((qid, ind, _number(score, f"{qid}/{ind} score", name)))
-            if not isinstance(docs, dict):
-                raise InputError(f"{qid}/{ind}: expected an object of documents", source=name)
-            for doc, doc_score in docs.items():
-                rows.append((qid, f"{ind}{sep}{doc}", _number(doc_score, f"{qid}/{ind}{sep}{doc}", name)))
+    for qid, ind, score, docs in _walk(source, "score, {doc: score}"):
+        rows.append((qid, ind, _number(score, f"{qid}/{ind} score", name)))
+        for doc, doc_score in docs.items():
+            rows.append((qid, f"{ind}{sep}{doc}", _number(doc_score, f"{qid}/{ind}{sep}{doc}", name)))
     return rows
