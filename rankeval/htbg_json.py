@@ -12,8 +12,8 @@ the file order for equal scores (the reference sorts with Python's stable sort).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from rankeval.errors import InputError
