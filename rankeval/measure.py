@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
 import typing
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args, get_origin
@@ -73,7 +74,7 @@ def _type_name(tp: Any) -> str:
     origin = get_origin(tp)
     if origin is Literal:
         return "|".join(str(a) for a in get_args(tp))
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+    if origin in (typing.Union, types.UnionType):
         args = [a for a in get_args(tp) if a is not type(None)]
         return " or ".join(_type_name(a) for a in args) + " (optional)"
     if tp is Duration:
@@ -207,7 +208,7 @@ def format_param_value(value: Any) -> str:
 def convert_value(value: Value, tp: Any) -> Any:
     """Convert a spec value to parameter type *tp* (raises ValueError with a reason)."""
     origin = get_origin(tp)
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+    if origin in (typing.Union, types.UnionType):
         args = [a for a in get_args(tp) if a is not type(None)]
         if value.kind == "ident" and value.text in ("none", "None"):
             return None
