@@ -70,3 +70,9 @@ class SpecError(UsageError):
 
 class PluginError(RankevalError):
     """A plugin failed to load or registered a conflicting name."""
+
+
+class RankevalWarning(UserWarning):
+    """Results were computed, but something about them needs the user's attention (e.g.
+    queries whose value is undefined and left out of a mean). The CLI prints each one as a
+    ``rankeval: warning: ...`` line on stderr."""

@@ -501,26 +501,50 @@ class Alignment:
 
     # -- nesting ----------------------------------------------------------------------
     def _resolve_nesting(self, sep: str) -> None:
+        """Number the items (query, doc) of both sides and link each to its parent item.
+
+        Strings are hashed once per distinct query and per distinct doc id (prefixes are
+        split off the distinct doc ids only); items are then int64 codes ``q * nd + doc``.
+        """
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        qid = pa.concat_arrays([self._j_qid, pc.cast(self._r_qid, pa.string())])
+        rq = self._r_qid_dict
+        if not pa.types.is_dictionary(rq.type):
+            rq = pc.dictionary_encode(rq)
+        r_dict = pc.cast(rq.dictionary, pa.string())
+        uq = pc.unique(pa.concat_arrays([pc.cast(self._j_qid, pa.string()), r_dict]))
+        q = np.concatenate(
+            [
+                _np(pc.index_in(self._j_qid, value_set=uq)).astype(np.int64),
+                _np(pc.index_in(r_dict, value_set=uq)).astype(np.int64)[_np(rq.indices)],
+            ]
+        )
         doc = pa.concat_arrays(
             [pc.cast(self._j_doc, pa.string()), pc.cast(contiguous(self._r_doc), pa.string())]
         )
-        key = pc.binary_join_element_wise(qid, doc, "\x1f")
-        parts = pc.split_pattern(doc, sep, max_splits=1, reverse=True)
+        ud = pc.unique(doc)
+        nd = len(ud)
+        doc_i = _np(pc.index_in(doc, value_set=ud)).astype(np.int64)
+        del doc
+        # the doc id before the last separator, for each distinct doc id (-1: none)
+        parts = pc.split_pattern(ud, sep, max_splits=1, reverse=True)
         has_sep = _np(pc.greater(pc.list_value_length(parts), 1))
-        prefix = pc.list_element(parts, 0)
-        prefix_key = pc.binary_join_element_wise(qid, prefix, "\x1f")
-        unique_keys = pc.unique(key)
-        parent = _np(pc.fill_null(pc.index_in(prefix_key, value_set=unique_keys), -1)).astype(np.int64)
-        parent[~has_sep] = -1
-        # depth of each unique item, by pointer jumping over parent links
-        item = _np(pc.index_in(key, value_set=unique_keys)).astype(np.int64)
-        u_parent = np.full(len(unique_keys), -1, dtype=np.int64)
+        d_parent = _np(pc.fill_null(pc.index_in(pc.list_element(parts, 0), value_set=ud), -1)).astype(
+            np.int64
+        )
+        d_parent[~has_sep] = -1
+        key = q * nd + doc_i
+        uk = pc.unique(pa.array(key))
+        item = _np(pc.index_in(pa.array(key), value_set=uk)).astype(np.int64)
+        pd = d_parent[doc_i]
+        pkey = np.where(pd >= 0, q * nd + pd, -1)
+        parent = _np(pc.fill_null(pc.index_in(pa.array(pkey), value_set=uk), -1)).astype(np.int64)
+        del key, pkey, pd, doc_i
+        # depth of each item, by pointer jumping over parent links
+        u_parent = np.full(len(uk), -1, dtype=np.int64)
         u_parent[item] = parent
-        u_depth = np.zeros(len(unique_keys), dtype=np.int64)
+        u_depth = np.zeros(len(uk), dtype=np.int64)
         cur = u_parent.copy()
         while (cur >= 0).any():
             on = cur >= 0
@@ -528,10 +552,12 @@ class Alignment:
             cur[on] = u_parent[cur[on]]
         depth = u_depth[item]
         nj = len(self._j_qid)
-        self.nested = bool(depth.max() > 0)
+        u_key = _np(uk)
+        self.nested = bool(depth.max() > 0) if len(depth) else False
+        self._uq, self._ud = uq, ud
+        self._u_q, self._u_doc, self._u_parent = u_key // nd, u_key % nd, u_parent
         self._j_depth, self._r_depth = depth[:nj], depth[nj:]
-        self._j_prefix = pc.if_else(pa.array(has_sep[:nj]), prefix[:nj], None) if nj else prefix[:0]
-        self._r_prefix = pc.if_else(pa.array(has_sep[nj:]), prefix[nj:], None)
+        self._j_item, self._r_item = item[:nj], item[nj:]
 
     # -- views -----------------------------------------------------------------------
     def view(self, level: int = 1) -> RankedLists:
@@ -541,8 +567,9 @@ class Alignment:
             self._views[level] = self._build(level)
         return self._views[level]
 
-    def _group(self, side: str, level: int) -> tuple[np.ndarray, pa.Array, pa.Array]:
-        """Rows of one side at *level*: (row indices, group key, outer query id)."""
+    def _group(self, side: str, level: int) -> tuple[np.ndarray, np.ndarray, Any]:
+        """Rows of one side at *level*: (row indices, integer group code of each row, a
+        function giving (names, outer query ids) of given group codes)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -550,36 +577,50 @@ class Alignment:
             n = len(self._j_qid) if side == "j" else len(self._r_doc)
             if side == "r" and level == 1 and pa.types.is_dictionary(self._r_qid_dict.type):
                 # the caller maps the run's query dictionary directly (no per-row strings)
-                return np.arange(n, dtype=_index_type(n)), None, None
+                return np.arange(n, dtype=_index_type(n)), np.zeros(0, np.int64), None
             qid = self._j_qid if side == "j" else self._r_qid
             if level != 1:
-                return np.zeros(0, np.int64), qid[:0], qid[:0]
-            return np.arange(n, dtype=_index_type(n)), qid, qid
-        qid = self._j_qid if side == "j" else self._r_qid
+                return np.zeros(0, np.int64), np.zeros(0, np.int64), None
+            encoded = pc.dictionary_encode(contiguous(qid)) if not pa.types.is_dictionary(qid.type) else qid
+            codes = _np(encoded.indices).astype(np.int64)
+            names = pc.cast(encoded.dictionary, pa.string())
+
+            def by_query(c: np.ndarray) -> tuple[pa.Array, pa.Array]:
+                return names.take(pa.array(c)), names.take(pa.array(c))
+
+            return np.arange(n, dtype=_index_type(n)), codes, by_query
         depth = self._j_depth if side == "j" else self._r_depth
+        item = self._j_item if side == "j" else self._r_item
         rows = np.flatnonzero(depth == level - 1)
-        take = pa.array(rows)
-        q = pc.take(pc.cast(qid, pa.string()), take)
+        uq = self._uq
         if level == 1:
-            return rows, q, q
-        prefix = pc.take(self._j_prefix if side == "j" else self._r_prefix, take)
-        return rows, pc.binary_join_element_wise(q, prefix, "/"), q
+            return rows, self._u_q[item[rows]], lambda c: (uq.take(pa.array(c)), uq.take(pa.array(c)))
+
+        def by_parent(c: np.ndarray) -> tuple[pa.Array, pa.Array]:
+            q = uq.take(pa.array(self._u_q[c]))
+            parent = self._ud.take(pa.array(self._u_doc[c]))
+            return pc.binary_join_element_wise(q, parent, "/"), q
+
+        return rows, self._u_parent[item[rows]], by_parent
 
     def _build(self, level: int) -> RankedLists:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        # judged side
-        j_rows, j_group, j_outer = self._group("j", level)
-        if len(j_rows):
-            uniq = pc.unique(j_group)
-            order = pc.sort_indices(uniq)
-            query_ids_pa = uniq.take(order)
+        # judged side: its groups (queries, or parents for nested levels) are the queries
+        j_rows, j_codes, j_names = self._group("j", level)
+        used = _present(j_codes)
+        if len(used):
+            names, outer_names = j_names(used)
+            order = pa.array(_np(pc.sort_indices(names)))
+            query_ids_pa, outer_names, used = names.take(order), outer_names.take(order), used[_np(order)]
         else:
-            query_ids_pa = pa.array([], pa.string())
+            query_ids_pa = outer_names = pa.array([], pa.string())
         nq = len(query_ids_pa)
         query_ids = _np(query_ids_pa).astype(object)
-        jq = _np(pc.index_in(j_group, value_set=query_ids_pa)).astype(np.int64)
+        lut = np.full(int(used.max()) + 1 if nq else 0, -1, dtype=np.int64)
+        lut[used] = np.arange(nq)
+        jq = lut[j_codes]
         j_rel = self._j_rel[j_rows]
         j_doc = pc.take(self._j_doc, pa.array(j_rows))
         # judged docs sorted by query, then relevance descending
@@ -594,27 +635,29 @@ class Alignment:
             outer = np.arange(nq)
             outer_ids = query_ids
         else:
-            j_outer_sorted = pc.take(j_outer, pa.array(jorder))
-            first = judged_offsets[:-1]
-            outer_names = (
-                _np(pc.take(j_outer_sorted, pa.array(first))).astype(object) if nq else np.zeros(0, object)
+            distinct = pc.unique(outer_names)
+            distinct = distinct.take(pc.sort_indices(distinct))
+            outer = _np(pc.index_in(outer_names, value_set=distinct)).astype(np.int64)
+            outer_ids = _np(distinct).astype(object)
+            # the parent item of each sub-query
+            parent_ids = (
+                _np(pc.take(self._ud, pa.array(self._u_doc[used]))).astype(object)
+                if nq
+                else np.zeros(0, object)
             )
-            outer_ids, outer = (
-                np.unique(outer_names, return_inverse=True) if nq else (outer_names, np.zeros(0, np.int64))
-            )
-            outer = np.asarray(outer, dtype=np.int64)
-            # the parent item of each sub-query: the prefix of its judged children's ids
-            first_child = pc.take(judged_doc, pa.array(first))
-            parts = pc.split_pattern(first_child, self.sep, max_splits=1, reverse=True)
-            parent_ids = _np(pc.list_element(parts, 0)).astype(object) if nq else np.zeros(0, object)
 
         # run side
-        r_rows, r_group, _ = self._group("r", level)
+        r_rows, r_codes, r_names = self._group("r", level)
         if level == 1 and not self.nested and pa.types.is_dictionary(self._r_qid_dict.type):
             dict_q = pc.fill_null(pc.index_in(self._r_qid_dict.dictionary, value_set=query_ids_pa), -1)
             rq = _np(dict_q).astype(np.int32)[_np(self._r_qid_dict.indices)]
         else:
-            rq = _np(pc.fill_null(pc.index_in(r_group, value_set=query_ids_pa), -1)).astype(np.int64)
+            r_used = _present(r_codes)
+            r_lut = np.full(int(r_used.max()) + 1 if len(r_used) else 0, -1, dtype=np.int64)
+            if len(r_used):
+                found = pc.index_in(r_names(r_used)[0], value_set=query_ids_pa)
+                r_lut[r_used] = _np(pc.fill_null(found, -1))
+            rq = r_lut[r_codes]
         keep = rq >= 0
         if not keep.all():
             r_rows = r_rows[keep]
@@ -677,6 +720,15 @@ class Alignment:
             parent_ids=parent_ids,
             alignment=self,
         )
+
+
+def _present(codes: np.ndarray) -> np.ndarray:
+    """The distinct values of non-negative integer *codes*, ascending (no sort)."""
+    if len(codes) == 0:
+        return np.zeros(0, np.int64)
+    seen = np.zeros(int(codes.max()) + 1, dtype=bool)
+    seen[codes] = True
+    return np.flatnonzero(seen)
 
 
 def _rank_order(rq: np.ndarray, score: np.ndarray) -> np.ndarray | None:
