@@ -458,8 +458,6 @@ class Alignment:
         max_docs: int | None = None,
         on_duplicate: str = "error",
     ) -> None:
-        import pyarrow as pa
-
         self.qrels = qrels
         if on_duplicate not in DUPLICATE_POLICIES:
             raise UsageError(
@@ -467,97 +465,83 @@ class Alignment:
             )
         self.max_docs = max_docs
         self._views: dict[int, RankedLists] = {}
-        self.run = run = check_duplicates(run, on_duplicate)
-
-        # judgments: max relevance over assessors per (query_id, doc_id)
-        qt = qrels.table
-        if qt.num_rows:
-            grouped = qt.group_by(["query_id", "doc_id"], use_threads=False).aggregate([("relevance", "max")])
-            self._j_qid = grouped.column("query_id").combine_chunks()
-            self._j_doc = grouped.column("doc_id").combine_chunks()
-            self._j_rel = _np(grouped.column("relevance_max")).astype(np.float64)
-        else:
-            self._j_qid = pa.array([], pa.string())
-            self._j_doc = pa.array([], pa.string())
-            self._j_rel = np.zeros(0)
-        rq = contiguous(run.table.column("query_id"))
-        self._r_qid_dict = rq
-        self._r_doc = run.table.column("doc_id")  # may stay chunked (large runs)
-        self._r_score = _np(run.table.column("score")).astype(np.float64, copy=False)
-
-        self.nested = False
-        if nest_sep:
-            if _contains(self._j_doc, nest_sep) or _contains(self._r_doc, nest_sep):
-                self._resolve_nesting(nest_sep)
+        self.run = check_duplicates(run, on_duplicate)
         self.sep = nest_sep or "/"
+        self._number(nest_sep)
 
-    @property
-    def _r_qid(self) -> pa.Array:
-        """Run query ids as a plain string array (only needed with nesting)."""
-        import pyarrow as pa
+    # -- items --------------------------------------------------------------------------
+    def _number(self, sep: str | None) -> None:
+        """Number the items: each distinct (query, doc) pair of the qrels (and, in a nested
+        collection, of the run) gets an int code; the judged items carry the maximum
+        relevance over assessors; in a nested collection each item is linked to its parent.
 
-        rq = self._r_qid_dict
-        return rq.dictionary.take(rq.indices) if pa.types.is_dictionary(rq.type) else rq
-
-    # -- nesting ----------------------------------------------------------------------
-    def _resolve_nesting(self, sep: str) -> None:
-        """Number the items (query, doc) of both sides and link each to its parent item.
-
-        Strings are hashed once per distinct query and per distinct doc id (prefixes are
-        split off the distinct doc ids only); items are then int64 codes ``q * nd + doc``.
+        Strings are hashed once per side (query ids against the distinct query ids, doc ids
+        against the distinct doc ids); everything after is integer work. In a flat
+        collection the run's unjudged docs get no item (code -1), so only the judged doc ids
+        are ever held in a hash table.
         """
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        rq = self._r_qid_dict
-        if not pa.types.is_dictionary(rq.type):
-            rq = pc.dictionary_encode(rq)
+        qt = self.qrels.table
+        q_qid = pc.cast(contiguous(qt.column("query_id")), pa.string())
+        q_doc = pc.cast(contiguous(qt.column("doc_id")), pa.string())
+        rq = self.run.table.column("query_id")
+        rq = contiguous(rq) if pa.types.is_dictionary(rq.type) else pc.dictionary_encode(contiguous(rq))
         r_dict = pc.cast(rq.dictionary, pa.string())
-        uq = pc.unique(pa.concat_arrays([pc.cast(self._j_qid, pa.string()), r_dict]))
-        q = np.concatenate(
-            [
-                _np(pc.index_in(self._j_qid, value_set=uq)).astype(np.int64),
-                _np(pc.index_in(r_dict, value_set=uq)).astype(np.int64)[_np(rq.indices)],
-            ]
-        )
-        doc = pa.concat_arrays(
-            [pc.cast(self._j_doc, pa.string()), pc.cast(contiguous(self._r_doc), pa.string())]
-        )
-        ud = pc.unique(doc)
-        nd = len(ud)
-        doc_i = _np(pc.index_in(doc, value_set=ud)).astype(np.int64)
-        del doc
-        # the doc id before the last separator, for each distinct doc id (-1: none)
+        r_doc = self.run.table.column("doc_id")  # may stay chunked (large runs)
+        self._r_doc = r_doc
+        self._r_score = _np(self.run.table.column("score")).astype(np.float64, copy=False)
+        nested = bool(sep) and (_contains(q_doc, sep) or _contains(r_doc, sep))  # type: ignore[arg-type]
+
+        uq = pc.unique(pa.concat_arrays([q_qid, r_dict]))
+        self._uq = uq
+        qq = _np(pc.index_in(q_qid, value_set=uq)).astype(np.int64)
+        r_codes = _np(pc.index_in(r_dict, value_set=uq)).astype(np.int32)
+        self._r_q = r_codes[_np(rq.indices)]  # query code of each run row
+        ud = pc.unique(pa.concat_arrays([q_doc, *_chunks(r_doc)])) if nested else pc.unique(q_doc)
+        self._ud = ud
+        nd = max(len(ud), 1)
+        qkey = qq * nd + _np(pc.index_in(q_doc, value_set=ud))
+        r_d = _np(pc.fill_null(pc.index_in(r_doc, value_set=ud), -1)).astype(np.int64)
+        rkey = np.where(r_d >= 0, self._r_q * np.int64(nd) + r_d, -1)
+        del r_d
+        index = _KeyIndex(np.concatenate([qkey, rkey[rkey >= 0]]) if nested else qkey, len(uq) * nd)
+        u_key = index.keys
+        self.num_items = len(u_key)
+        self.qrels_item = index.find(qkey)
+        self.run_item = index.find(rkey)
+        del qkey, rkey
+        self._u_q, self._u_doc = u_key // nd, u_key % nd
+        # judged items: maximum relevance over assessors
+        rel = np.full(self.num_items, -np.inf)
+        np.maximum.at(rel, self.qrels_item, _np(qt.column("relevance")).astype(np.float64))
+        self._judged = np.isfinite(rel)
+        self._item_rel = rel
+        self._j_item = np.flatnonzero(self._judged)
+
+        self.nested = False
+        self._depth = np.zeros(self.num_items, dtype=np.int64)
+        self._u_parent = np.full(self.num_items, -1, dtype=np.int64)
+        if not nested:
+            return
+        # the parent doc of each distinct doc id: its id before the last separator
         parts = pc.split_pattern(ud, sep, max_splits=1, reverse=True)
         has_sep = _np(pc.greater(pc.list_value_length(parts), 1))
         d_parent = _np(pc.fill_null(pc.index_in(pc.list_element(parts, 0), value_set=ud), -1)).astype(
             np.int64
         )
         d_parent[~has_sep] = -1
-        key = q * nd + doc_i
-        uk = pc.unique(pa.array(key))
-        item = _np(pc.index_in(pa.array(key), value_set=uk)).astype(np.int64)
-        pd = d_parent[doc_i]
-        pkey = np.where(pd >= 0, q * nd + pd, -1)
-        parent = _np(pc.fill_null(pc.index_in(pa.array(pkey), value_set=uk), -1)).astype(np.int64)
-        del key, pkey, pd, doc_i
+        p_doc = d_parent[self._u_doc]
+        p_key = np.where(p_doc >= 0, self._u_q * nd + p_doc, -1)
+        self._u_parent = index.find(p_key)
         # depth of each item, by pointer jumping over parent links
-        u_parent = np.full(len(uk), -1, dtype=np.int64)
-        u_parent[item] = parent
-        u_depth = np.zeros(len(uk), dtype=np.int64)
-        cur = u_parent.copy()
+        cur = self._u_parent.copy()
         while (cur >= 0).any():
             on = cur >= 0
-            u_depth[on] += 1
-            cur[on] = u_parent[cur[on]]
-        depth = u_depth[item]
-        nj = len(self._j_qid)
-        u_key = _np(uk)
-        self.nested = bool(depth.max() > 0) if len(depth) else False
-        self._uq, self._ud = uq, ud
-        self._u_q, self._u_doc, self._u_parent = u_key // nd, u_key % nd, u_parent
-        self._j_depth, self._r_depth = depth[:nj], depth[nj:]
-        self._j_item, self._r_item = item[:nj], item[nj:]
+            self._depth[on] += 1
+            cur[on] = self._u_parent[cur[on]]
+        self.nested = bool(self._depth.max() > 0)
 
     # -- views -----------------------------------------------------------------------
     def view(self, level: int = 1) -> RankedLists:
@@ -568,40 +552,32 @@ class Alignment:
         return self._views[level]
 
     def _group(self, side: str, level: int) -> tuple[np.ndarray, np.ndarray, Any]:
-        """Rows of one side at *level*: (row indices, integer group code of each row, a
-        function giving (names, outer query ids) of given group codes)."""
+        """Rows of one side at *level* (judged items, or run rows): (row indices, integer
+        group code of each row, a function giving (names, outer query ids) of codes)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        if not self.nested:
-            n = len(self._j_qid) if side == "j" else len(self._r_doc)
-            if side == "r" and level == 1 and pa.types.is_dictionary(self._r_qid_dict.type):
-                # the caller maps the run's query dictionary directly (no per-row strings)
-                return np.arange(n, dtype=_index_type(n)), np.zeros(0, np.int64), None
-            qid = self._j_qid if side == "j" else self._r_qid
-            if level != 1:
-                return np.zeros(0, np.int64), np.zeros(0, np.int64), None
-            encoded = pc.dictionary_encode(contiguous(qid)) if not pa.types.is_dictionary(qid.type) else qid
-            codes = _np(encoded.indices).astype(np.int64)
-            names = pc.cast(encoded.dictionary, pa.string())
-
-            def by_query(c: np.ndarray) -> tuple[pa.Array, pa.Array]:
-                return names.take(pa.array(c)), names.take(pa.array(c))
-
-            return np.arange(n, dtype=_index_type(n)), codes, by_query
-        depth = self._j_depth if side == "j" else self._r_depth
-        item = self._j_item if side == "j" else self._r_item
-        rows = np.flatnonzero(depth == level - 1)
         uq = self._uq
+        if side == "j":
+            item = self._j_item
+            rows = np.flatnonzero(self._depth[item] == level - 1)
+            item = item[rows]
+        elif not self.nested:
+            n = len(self._r_q)
+            rows = np.arange(n, dtype=_index_type(n)) if level == 1 else np.zeros(0, np.int64)
+            return rows, self._r_q[rows], None
+        else:
+            rows = np.flatnonzero(self._depth[self.run_item] == level - 1)
+            item = self.run_item[rows]
         if level == 1:
-            return rows, self._u_q[item[rows]], lambda c: (uq.take(pa.array(c)), uq.take(pa.array(c)))
+            return rows, self._u_q[item], lambda c: (uq.take(pa.array(c)), uq.take(pa.array(c)))
 
         def by_parent(c: np.ndarray) -> tuple[pa.Array, pa.Array]:
             q = uq.take(pa.array(self._u_q[c]))
             parent = self._ud.take(pa.array(self._u_doc[c]))
             return pc.binary_join_element_wise(q, parent, "/"), q
 
-        return rows, self._u_parent[item[rows]], by_parent
+        return rows, self._u_parent[item], by_parent
 
     def _build(self, level: int) -> RankedLists:
         import pyarrow as pa
@@ -618,16 +594,17 @@ class Alignment:
             query_ids_pa = outer_names = pa.array([], pa.string())
         nq = len(query_ids_pa)
         query_ids = _np(query_ids_pa).astype(object)
-        lut = np.full(int(used.max()) + 1 if nq else 0, -1, dtype=np.int64)
+        lut = np.full(len(self._uq) if level == 1 else self.num_items, -1, dtype=np.int64)
         lut[used] = np.arange(nq)
         jq = lut[j_codes]
-        j_rel = self._j_rel[j_rows]
-        j_doc = pc.take(self._j_doc, pa.array(j_rows))
+        j_items = self._j_item[j_rows]
+        j_rel = self._item_rel[j_items]
         # judged docs sorted by query, then relevance descending
         jorder = np.lexsort((-j_rel, jq))
         judged_rel = j_rel[jorder]
         judged_q = jq[jorder]
-        judged_doc = pc.take(j_doc, pa.array(jorder))
+        judged_items = j_items[jorder]
+        judged_doc = self._ud.take(pa.array(self._u_doc[judged_items]))
         judged_offsets = segment_offsets(judged_q, nq)
         # outer (top-level) query of each (sub-)query
         parent_ids = None
@@ -646,11 +623,10 @@ class Alignment:
                 else np.zeros(0, object)
             )
 
-        # run side
+        # run side: rows whose group has judged items
         r_rows, r_codes, r_names = self._group("r", level)
-        if level == 1 and not self.nested and pa.types.is_dictionary(self._r_qid_dict.type):
-            dict_q = pc.fill_null(pc.index_in(self._r_qid_dict.dictionary, value_set=query_ids_pa), -1)
-            rq = _np(dict_q).astype(np.int32)[_np(self._r_qid_dict.indices)]
+        if r_names is None:  # level 1, flat: the codes are query codes, as on the judged side
+            rq = lut.astype(_index_type(len(r_codes)))[r_codes]
         else:
             r_used = _present(r_codes)
             r_lut = np.full(int(r_used.max()) + 1 if len(r_used) else 0, -1, dtype=np.int64)
@@ -663,9 +639,12 @@ class Alignment:
             r_rows = r_rows[keep]
             rq = rq[keep]
         score = self._r_score[r_rows] if len(r_rows) != len(self._r_score) else self._r_score
-        doc = self._r_doc if len(r_rows) == len(self._r_doc) else pc.take(self._r_doc, pa.array(r_rows))
         # judged rows only (sparse): their positions follow every reordering below
-        jrows, jrel = _lookup(rq, doc, judged_q, judged_doc, judged_rel)
+        r_item = self.run_item[r_rows] if len(r_rows) != len(self.run_item) else self.run_item
+        jrows = np.flatnonzero(r_item >= 0)
+        jrows = jrows[self._judged[r_item[jrows]]]
+        jrel = self._item_rel[r_item[jrows]]
+        del r_item
 
         # rank: query ascending, score descending, doc_id descending
         order = _rank_order(rq, score)
@@ -722,6 +701,45 @@ class Alignment:
         )
 
 
+class _KeyIndex:
+    """The distinct non-negative int64 *keys* (sorted) and the code of any key among them.
+
+    Keys are ``query * nd + doc``: when their range is small compared with their number
+    (the usual case: few queries), a direct table maps key to code; otherwise a sort.
+    (pyarrow's hash tables are slow on tens of millions of distinct integers.)
+    """
+
+    def __init__(self, keys: np.ndarray, span: int) -> None:
+        self._dense = span <= 4 * len(keys) + 1024
+        if self._dense:
+            seen = np.zeros(span, dtype=bool)
+            seen[keys] = True
+            self.keys = np.flatnonzero(seen)
+            del seen
+            self._table = np.full(span, -1, dtype=_index_type(len(self.keys)))
+            self._table[self.keys] = np.arange(len(self.keys))
+        else:
+            self.keys = np.unique(keys)
+
+    def find(self, keys: np.ndarray) -> np.ndarray:
+        """Code of each of *keys* (-1 where absent; negative keys are absent)."""
+        ok = keys >= 0
+        if self._dense:
+            return np.where(ok, self._table[np.where(ok, keys, 0)], -1).astype(np.int64)
+        pos = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
+        hit = ok & (self.keys[pos] == keys) if len(self.keys) else np.zeros(len(keys), bool)
+        return np.where(hit, pos, -1)
+
+
+def _chunks(arr: Any) -> list[Any]:
+    """The chunks of a (chunked) pyarrow array, as plain string arrays."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parts = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    return [pc.cast(c, pa.string()) for c in parts]
+
+
 def _present(codes: np.ndarray) -> np.ndarray:
     """The distinct values of non-negative integer *codes*, ascending (no sort)."""
     if len(codes) == 0:
@@ -748,30 +766,6 @@ def _rank_order(rq: np.ndarray, score: np.ndarray) -> np.ndarray | None:
         return None  # blocks in another query order: fine, RankedLists allows that
     by_score = np.argsort(-score, kind="stable")
     return by_score[np.argsort(rq[by_score], kind="stable")]
-
-
-def _lookup(
-    rq: np.ndarray, doc: pa.Array, judged_q: np.ndarray, judged_doc: pa.Array, judged_rel: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of the run whose (query, doc) pair is judged, and their relevance."""
-    import pyarrow.compute as pc
-
-    if len(judged_rel) == 0 or len(rq) == 0:
-        return np.zeros(0, np.int64), np.zeros(0)
-    jdocs = pc.unique(judged_doc)
-    found_doc = pc.index_in(doc, value_set=jdocs)  # null where the doc is judged nowhere
-    hit = np.flatnonzero(_np(pc.is_valid(found_doc)))
-    r_d = _np(pc.drop_null(found_doc)).astype(np.int64)  # the doc index of each hit row
-    del found_doc
-    j_d = _np(pc.index_in(judged_doc, value_set=jdocs)).astype(np.int64)
-    nd = len(jdocs)
-    jkey = judged_q * nd + j_d
-    korder = np.argsort(jkey, kind="stable")
-    jkey_sorted = jkey[korder]
-    rkey = rq[hit].astype(np.int64) * nd + r_d
-    pos = np.minimum(np.searchsorted(jkey_sorted, rkey), len(jkey_sorted) - 1)
-    found = jkey_sorted[pos] == rkey
-    return hit[found], judged_rel[korder[pos[found]]]
 
 
 def _tie_order(

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
 
-from rankeval.errors import RankevalError, UsageError
+from rankeval.errors import RankevalError, RankevalWarning, UsageError
 
 FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex")
 
@@ -57,6 +60,24 @@ def _main(
 def _fail(exc: RankevalError) -> NoReturn:
     typer.echo(f"rankeval: error: {exc}", err=True)
     raise typer.Exit(exc.exit_code)
+
+
+@contextmanager
+def _warnings_to_stderr() -> Iterator[None]:
+    """Print each distinct :class:`RankevalWarning` raised inside as one line
+    ``rankeval: warning: ...`` on stderr; other warnings are shown as Python shows them."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RankevalWarning)
+        yield
+    seen: set[str] = set()
+    for w in caught:
+        if issubclass(w.category, RankevalWarning):
+            text = str(w.message)
+            if text not in seen:
+                seen.add(text)
+                typer.echo(f"rankeval: warning: {text}", err=True)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 def _split_p(values: list[str]) -> tuple[int | None, list[str], list[str]]:
@@ -157,16 +178,17 @@ def evaluate_cmd(
 
         qrels_obj = Qrels.read(qrels)
         run_objs = as_runs([Run.read(r) for r in runs])
-        results = evaluate_results(
-            qrels_obj,
-            run_objs,
-            measures,
-            missing_zero=not no_missing_zero,
-            nest_sep=None if nest_sep.lower() == "none" else nest_sep,
-            max_docs=max_docs,
-            on_duplicate=on_duplicate,
-            registry=registry,
-        )
+        with _warnings_to_stderr():
+            results = evaluate_results(
+                qrels_obj,
+                run_objs,
+                measures,
+                missing_zero=not no_missing_zero,
+                nest_sep=None if nest_sep.lower() == "none" else nest_sep,
+                max_docs=max_docs,
+                on_duplicate=on_duplicate,
+                registry=registry,
+            )
         text = format_results(results, fmt, per_query=per_query, precision=digits)
         if output is not None:
             write_atomic(output, text)

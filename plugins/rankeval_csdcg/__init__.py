@@ -1,0 +1,543 @@
+"""Cost-sensitive measures as a rankeval plugin: CS-DCG, nCS-DCG and CS-DCG-neg.
+
+Sayed & Oard, "Jointly Modeling Relevance and Sensitivity for Search Among Sensitive
+Content", SIGIR 2019 (their RankLib-based scorer: github mfayoub/SASC). Showing a relevant
+document gains its discounted gain; showing a sensitive one costs ``cost`` x its sensitivity
+grade, undiscounted:
+
+    CS-DCG@k = Σ_{i=1..min(k,n)} [ g(rel_i) / log2(i + 1) - C · s_i ]
+
+``nCS-DCG@k`` rescales CS-DCG@k between the worst and the best value any ranking of the
+query's judged documents can have. Those bounds are computed exactly (:func:`exact_bounds`),
+or with the paper's greedy Algorithm 1 (:func:`greedy_bounds`, ``bounds=greedy``), which is
+not always optimal. ``CS-DCG-neg@k`` is 1 for a query whose CS-DCG@k is below 0 ("searching
+was worse than not searching"), so its mean is the share of such queries.
+
+The sensitivity grade ``s`` of a document is its ``sens=`` attribute in the qrels (the
+maximum over assessors' lines; 0 without one). Everything is computed for all queries at
+once: the run's value from the judged rows in the top k, the bounds by a dynamic programme
+whose only loop is over candidate positions (at most k per distinct gain, and per distinct
+sensitivity grade, of a query), vectorised over queries.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import numpy as np
+
+from rankeval import Measure, hookimpl, param
+from rankeval.errors import InputError, RankevalWarning
+
+if TYPE_CHECKING:
+    from rankeval.ranked import RankedLists
+
+SAYED_OARD = (
+    "Sayed & Oard, Jointly Modeling Relevance and Sensitivity for Search Among Sensitive "
+    "Content, SIGIR 2019 (github mfayoub/SASC)"
+)
+GMEAN_FLOOR = 1e-5
+"""Per-query floor of the geometric mean, as trec_eval's ``gm_map``: log(max(x, 1e-5))."""
+
+_CUTOFF = "rank cutoff k (required: CS-DCG@10)"
+_GAIN = "gain of a grade: exp = 2^rel - 1 (the paper), linear = rel; grades below 0 gain 0"
+_COST = "cost C of showing a document of sensitivity grade 1 (the paper's C_s for k = 10)"
+
+
+# ------------------------------------------------------------------------------ helpers
+def gain_of(rel: np.ndarray, kind: str) -> np.ndarray:
+    """Gain of relevance grades: ``2^rel - 1`` (``exp``) or ``rel`` (``linear``); 0 below 0."""
+    rel = np.maximum(np.asarray(rel, dtype=np.float64), 0.0)
+    return np.exp2(rel) - 1.0 if kind == "exp" else rel
+
+
+def discount(k: int) -> np.ndarray:
+    """``1 / log2(i + 1)`` for ranks i = 1..k."""
+    return 1.0 / np.log2(np.arange(k, dtype=np.float64) + 2.0)
+
+
+def _segment_pos(seg: np.ndarray) -> np.ndarray:
+    """0-based position of each element within its run of equal *seg* values."""
+    n = len(seg)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    first = np.concatenate(([0], np.flatnonzero(seg[1:] != seg[:-1]) + 1))
+    pos: np.ndarray = np.arange(n) - np.repeat(first, np.diff(np.concatenate((first, [n]))))
+    return pos
+
+
+def _runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (exclusive) of the run of equal values each element of sorted *keys*
+    belongs to."""
+    n = len(keys)
+    new = np.concatenate(([True], keys[1:] != keys[:-1]))
+    first = np.flatnonzero(new)
+    run = np.cumsum(new) - 1
+    return first[run], np.concatenate((first[1:], [n]))[run]
+
+
+def _sort_codes(query: np.ndarray, outer: np.ndarray, inner: np.ndarray, n_outer: int, n_inner: int) -> Any:
+    """Stable order by (query, outer, inner) and the keys (query, outer) and (query, outer,
+    inner) in that order, as integers (lexsort if they would not fit in 62 bits)."""
+    q = query.astype(np.int64)
+    if (int(q.max()) + 1) * n_outer * n_inner < 2**62:
+        coarse = q * n_outer + outer
+        fine = coarse * n_inner + inner
+        order = np.argsort(fine, kind="stable")
+        return order, coarse[order], fine[order]
+    order = np.lexsort((inner, outer, q))
+    coarse = np.cumsum(
+        np.concatenate(([0], (q[order][1:] != q[order][:-1]) | (outer[order][1:] != outer[order][:-1])))
+    )
+    fine = np.cumsum(
+        np.concatenate(([0], (coarse[1:] != coarse[:-1]) | (inner[order][1:] != inner[order][:-1])))
+    )
+    return order, coarse, fine
+
+
+@dataclass
+class _Dominance:
+    """For each judged document: how many documents of its query have the same sensitivity
+    and a higher / lower gain, how many have the same gain and a lower / higher sensitivity,
+    and its index among the documents of its query with the same gain and sensitivity."""
+
+    copy: np.ndarray
+    gain_above: np.ndarray
+    gain_below: np.ndarray
+    sens_below: np.ndarray
+    sens_above: np.ndarray
+
+    @classmethod
+    def of(cls, query: np.ndarray, gain: np.ndarray, sens: np.ndarray) -> _Dominance:
+        n = len(query)
+        if n == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return cls(empty, empty, empty, empty, empty)
+        gains, g = np.unique(gain, return_inverse=True)
+        grades, s = np.unique(sens, return_inverse=True)
+        out = []
+        for outer, inner, n_outer, n_inner in (
+            (s, g, len(grades), len(gains)),
+            (g, s, len(gains), len(grades)),
+        ):
+            order, coarse, fine = _sort_codes(query, outer.ravel(), inner.ravel(), n_outer, n_inner)
+            c_start, c_end = _runs(coarse)
+            f_start, f_end = _runs(fine)
+            pos = np.arange(n)
+            for values in (pos - f_start, f_start - c_start, c_end - f_end):
+                back = np.empty(n, dtype=np.int64)
+                back[order] = values
+                out.append(back)
+        # (copy, below, above) by gain within a grade, then by grade within a gain; both
+        # orders are stable, so a document's copy index is the same in both
+        return cls(out[0], out[2], out[1], out[4], out[5])
+
+
+def _candidates(
+    query: np.ndarray, gain: np.ndarray, sens: np.ndarray, k: int, best: bool, dom: _Dominance
+) -> tuple[np.ndarray, np.ndarray]:
+    """Documents that can be in a best (worst) top k, sorted by query then by gain,
+    descending (ascending); returns (indices, position within the query).
+
+    A document is *beaten* by one with at least its gain and at most its sensitivity (for
+    the worst ranking: at most its gain and at least its sensitivity), or by an identical one
+    that comes first. A ranking fills at most k slots, so a document beaten by k others is
+    never needed: one of those k is not chosen and can take its place. Kept: the k best
+    documents of each sensitivity grade (by gain) and of each gain (by sensitivity) of a
+    query, so at most k times the number of distinct gains, or of distinct grades, per
+    query. The greedy algorithm never picks another one either: it always takes a document
+    that is the best remaining one of both its grade and its gain.
+    """
+    if best:
+        keep = (dom.copy + dom.gain_above < k) & (dom.copy + dom.sens_below < k)
+    else:
+        keep = (dom.copy + dom.gain_below < k) & (dom.copy + dom.sens_above < k)
+    idx = np.flatnonzero(keep)
+    key_gain, key_sens = (-gain[idx], sens[idx]) if best else (gain[idx], -sens[idx])
+    idx = idx[np.lexsort((key_sens, key_gain, query[idx]))]
+    return idx, _segment_pos(query[idx])
+
+
+# ------------------------------------------------------------------------------ bounds
+def exact_bounds(
+    query: np.ndarray, gain: np.ndarray, sens: np.ndarray, num_queries: int, k: int, cost: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact maximum and minimum of CS-DCG@k over all rankings of each query's pool.
+
+    Args:
+        query: ``(m,)`` query index of each judged document (the pool).
+        gain: ``(m,)`` gain of each document.
+        sens: ``(m,)`` sensitivity grade of each document.
+        num_queries: number of queries Q.
+        k: the cutoff.
+        cost: the cost C of sensitivity grade 1.
+
+    A ranking is an ordering of **all** the query's judged documents, so its top
+    ``K = min(k, m_q)`` slots are always filled (as in SASC: the cutoff is the smaller of k
+    and the list length). For a fixed set of K documents the cost is fixed and the
+    discounted gain is largest with the gains in descending order (smallest: ascending),
+    so the best ranking is a choice of K documents, scanned in descending gain:
+    ``f(i + 1, j + 1) = max(f(i, j + 1), f(i, j) + g_i / log2(j + 2) - C s_i)``, the worst
+    the same with ``min`` over ascending gains. Vectorised over queries; the loop runs over
+    candidate positions (see :func:`_candidates`).
+
+    Returns:
+        ``(best, worst)``, each ``(Q,)``; 0 and 0 for a query without judged documents.
+    """
+    pool = np.bincount(query, minlength=num_queries)
+    slots = np.minimum(k, pool)
+    dom = _Dominance.of(query, gain, sens)
+    return (
+        _dp(query, gain, sens, num_queries, k, cost, slots, dom, best=True),
+        _dp(query, gain, sens, num_queries, k, cost, slots, dom, best=False),
+    )
+
+
+def _dp(
+    query: np.ndarray,
+    gain: np.ndarray,
+    sens: np.ndarray,
+    nq: int,
+    k: int,
+    cost: float,
+    slots: np.ndarray,
+    dom: _Dominance,
+    *,
+    best: bool,
+) -> np.ndarray:
+    idx, pos = _candidates(query, gain, sens, k, best, dom)
+    q, g, s = query[idx], gain[idx], sens[idx]
+    disc = discount(k)
+    f = np.full((nq, k + 1), -np.inf if best else np.inf)
+    f[:, 0] = 0.0
+    pick = np.maximum if best else np.minimum
+    by_pos = np.argsort(pos, kind="stable")
+    bounds = np.searchsorted(pos[by_pos], np.arange(int(pos.max()) + 2 if len(pos) else 1))
+    for p in range(len(bounds) - 1):
+        sel = by_pos[bounds[p] : bounds[p + 1]]  # the p-th candidate of each query that has one
+        qq = q[sel]
+        take = f[qq, :-1] + g[sel, None] * disc[None, :] - cost * s[sel, None]
+        f[qq, 1:] = pick(f[qq, 1:], take)
+    out: np.ndarray = f[np.arange(nq), slots]
+    return out
+
+
+def greedy_bounds(
+    query: np.ndarray, gain: np.ndarray, sens: np.ndarray, num_queries: int, k: int, cost: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The paper's Algorithm 1 (SASC's ``CSNDCGScorer.getMaxDCG`` / ``getMinDCG``): greedy
+    best and worst CS-DCG@k, slot by slot. Same arguments as :func:`exact_bounds`.
+
+    Best: (1) from rank 1 on, relevant non-sensitive documents, highest gain first;
+    (2) from rank K backwards, non-relevant non-sensitive documents (value 0); (3) the slots
+    still empty, from the top, each with the remaining document of highest value at that
+    rank. Worst: (1) from rank 1 on, non-relevant sensitive documents, most sensitive
+    first; (2) from rank K backwards, relevant sensitive documents whose value there is
+    below 0, lowest first; (3) the empty slots from the top, each with the remaining document
+    of lowest value. Not always optimal: see the docs for examples. Where two documents have
+    the same value at a slot, SASC takes the first in its input; here the one of higher
+    (best) or lower (worst) gain.
+    """
+    pool = np.bincount(query, minlength=num_queries)
+    slots = np.minimum(k, pool)
+    dom = _Dominance.of(query, gain, sens)
+    return (
+        _greedy(query, gain, sens, num_queries, k, cost, slots, dom, best=True),
+        _greedy(query, gain, sens, num_queries, k, cost, slots, dom, best=False),
+    )
+
+
+def _greedy(
+    query: np.ndarray,
+    gain: np.ndarray,
+    sens: np.ndarray,
+    nq: int,
+    k: int,
+    cost: float,
+    slots: np.ndarray,
+    dom: _Dominance,
+    *,
+    best: bool,
+) -> np.ndarray:
+    idx, pos = _candidates(query, gain, sens, k, best, dom)
+    width = int(pos.max()) + 1 if len(pos) else 1
+    g = np.zeros((nq, width))
+    s = np.zeros((nq, width))
+    avail = np.zeros((nq, width), dtype=bool)
+    g[query[idx], pos], s[query[idx], pos], avail[query[idx], pos] = gain[idx], sens[idx], True
+    disc = discount(k)
+    rows = np.arange(nq)
+    total = np.zeros(nq)
+    sign = 1.0 if best else -1.0  # the worst ranking: maximise -value
+    nothing = -np.inf
+
+    def place(i: int, mask: np.ndarray, limit: float | None = None) -> np.ndarray:
+        """Put at rank i + 1 of each query the candidate of *mask* with the best signed
+        value (above *limit* if given); returns which queries got one."""
+        value = sign * (g * disc[i] - cost * s)
+        scored = np.where(mask, value, nothing)
+        j = np.argmax(scored, axis=1)
+        top = scored[rows, j]
+        has = np.asarray(mask.any(axis=1) if limit is None else top > limit)
+        total[has] += sign * top[has]
+        avail[rows[has], j[has]] = False
+        return has
+
+    first_kind = (g > 0) & (s == 0) if best else (g == 0) & (s > 0)
+    second_kind = (g == 0) & (s == 0) if best else (g > 0) & (s > 0)
+    left = np.full(nq, -1)  # last rank filled from the top in phase 1
+    for i in range(k):
+        has = place(i, avail & first_kind & (i < slots)[:, None])
+        left[has] = i
+    right = slots.copy()  # first rank filled from the bottom in phase 2
+    for i in range(k - 1, -1, -1):
+        active = (i < slots) & (i > left)
+        # best: a value-0 document (any will do); worst: only values below 0
+        has = place(i, avail & second_kind & active[:, None], None if best else 0.0)
+        right[has] = i
+    for i in range(k):
+        active = (i > left) & (i < right)
+        place(i, avail & active[:, None])
+    return total
+
+
+# ------------------------------------------------------------------------------ inputs
+def _keys(qids: Any, docs: Any) -> Any:
+    """``query\\x1fdoc`` join keys (pyarrow strings)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.binary_join_element_wise(pc.cast(qids, pa.string()), pc.cast(docs, pa.string()), "\x1f")
+
+
+def _sensitive(data: RankedLists) -> tuple[Any, np.ndarray]:
+    """(keys, grades) of the (query, doc) pairs whose ``sens=`` is above 0, the grade being
+    the maximum over the pair's qrels lines (cached on *data*)."""
+    key = "csdcg-sensitive"
+    if key in data._cache:
+        return data._cache[key]  # type: ignore[no-any-return]
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = data.qrels.table
+    out: tuple[Any, np.ndarray] = (pa.array([], pa.string()), np.zeros(0))
+    if "sens" in table.column_names:
+        text = table.column("sens")
+        given = table.filter(text.is_valid())
+        values = _parse_sens(given, data.qrels.source)
+        positive = values > 0
+        if positive.any():
+            given = given.filter(pa.array(positive))
+            keys = _keys(given.column("query_id"), given.column("doc_id"))
+            unique = pc.unique(keys)
+            index = pc.index_in(keys, value_set=unique).to_numpy(zero_copy_only=False).astype(np.int64)
+            grade = np.zeros(len(unique))
+            np.maximum.at(grade, index, values[positive])
+            out = (unique, grade)
+    data._cache[key] = out
+    return out
+
+
+def _parse_sens(given: Any, source: str) -> np.ndarray:
+    """The ``sens=`` values of the qrels lines that give one, as non-negative floats."""
+    import pyarrow.compute as pc
+
+    text = given.column("sens")
+    try:
+        values = pc.cast(text, "float64").to_numpy(zero_copy_only=False)
+    except Exception:  # not a number somewhere (only then a loop over the lines, in Python)
+        values = np.array([float(t) if _is_number(t) else np.nan for t in text.to_pylist()])
+    bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
+    if len(bad):
+        i = int(bad[0])
+        line = int(given.column("line")[i].as_py())
+        raise InputError(
+            f"expected a non-negative number for sens= (the sensitivity grade), found {text[i].as_py()!r}",
+            source=source,
+            line=line or None,
+        )
+    return values  # type: ignore[no-any-return]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _sens_of(data: RankedLists, qids: Any, docs: Any) -> np.ndarray:
+    """Sensitivity grade of each (query id, doc id) pair (0 where none is given)."""
+    import pyarrow.compute as pc
+
+    keys, grade = _sensitive(data)
+    if len(grade) == 0 or len(docs) == 0:
+        return np.zeros(len(docs))
+    idx = pc.index_in(_keys(qids, docs), value_set=keys).to_numpy(zero_copy_only=False)
+    found = ~np.isnan(idx.astype(np.float64))
+    return np.where(found, grade[np.where(found, idx, 0).astype(np.int64)], 0.0)
+
+
+def _query_id_array(data: RankedLists, query: np.ndarray) -> Any:
+    import pyarrow as pa
+
+    return pa.array(data.query_ids.tolist(), pa.string()).take(pa.array(query))
+
+
+# ------------------------------------------------------------------------------ measures
+@dataclass(frozen=True)
+class _CostSensitive(Measure):
+    """Parameters and kernels shared by CS-DCG, nCS-DCG and CS-DCG-neg."""
+
+    at: ClassVar[str | None] = "k"
+    source: ClassVar[str] = SAYED_OARD
+
+    k: int | None = param(None, _CUTOFF)
+    gain: Literal["exp", "linear"] = param("exp", _GAIN)
+    cost: float = param(12.0, _COST)
+
+    def __post_init__(self) -> None:
+        if self.k is None:
+            raise ValueError(f"{self.name} needs a cutoff, e.g. {self.name}@10")
+        if self.k < 1:
+            raise ValueError("cutoff must be a positive integer")
+        if not (self.cost >= 0 and np.isfinite(self.cost)):
+            raise ValueError("cost must be a non-negative number")
+
+    @property
+    def cutoff(self) -> int:
+        assert self.k is not None  # checked in __post_init__
+        return self.k
+
+    def cs_dcg(self, data: RankedLists) -> np.ndarray:
+        """``(Q,)`` CS-DCG@k of the run: only judged rows in the top k contribute (unjudged
+        rows have gain 0 and sensitivity 0)."""
+        key = ("csdcg-value", self.k, self.gain, self.cost)
+        if key not in data._cache:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            rows = data.judged_rows()
+            rank = data.rank_of(rows)
+            top = rank < self.cutoff
+            rows, rank = rows[top], rank[top]
+            docs = pc.take(data.run_doc_ids, pa.array(data.rows[rows]))
+            sens = _sens_of(data, _query_id_array(data, data.query[rows]), docs)
+            value = (
+                gain_of(data.judged_row_relevance[top], self.gain) / np.log2(rank + 2.0) - self.cost * sens
+            )
+            data._cache[key] = data.query_sum(rows, value)
+        return data._cache[key]  # type: ignore[no-any-return]
+
+    def pool_bounds(self, data: RankedLists, method: str = "exact") -> tuple[np.ndarray, np.ndarray]:
+        """``(best, worst)`` CS-DCG@k over all rankings of each query's judged documents."""
+        key = ("csdcg-bounds", method, self.k, self.gain, self.cost)
+        if key not in data._cache:
+            jq = data.judged_query()
+            sens = _sens_of(data, _query_id_array(data, jq), data.judged_doc_ids)
+            gain = gain_of(data.judged_relevance, self.gain)
+            solve = exact_bounds if method == "exact" else greedy_bounds
+            data._cache[key] = solve(jq, gain, sens, data.num_queries, self.cutoff, self.cost)
+        return data._cache[key]  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class _Averaged(_CostSensitive):
+    """Adds the ``agg`` parameter and an aggregate that leaves out undefined (NaN) queries,
+    with a warning counting them."""
+
+    agg: Literal["mean", "gmean"] = param(
+        "mean", f"aggregate over queries: mean, or gmean = exp(mean(log(max(x, {GMEAN_FLOOR:g}))))"
+    )
+
+    def aggregate(self, values: np.ndarray) -> float:
+        """Mean (or geometric mean) over the queries whose value is defined."""
+        undefined = int(np.isnan(values).sum())
+        defined = values[~np.isnan(values)]
+        if undefined:
+            warnings.warn(
+                RankevalWarning(
+                    f"{self}: {undefined} of {len(values)} queries undefined (best == worst "
+                    f"CS-DCG@{self.k} over all rankings of the judged documents); "
+                    + ("left out of the mean" if len(defined) else "no query left: the mean is nan")
+                ),
+                stacklevel=2,
+            )
+        if len(defined) == 0:
+            return float("nan")
+        if self.agg == "gmean":
+            return float(np.exp(np.mean(np.log(np.maximum(defined, GMEAN_FLOOR)))))
+        return float(np.mean(defined))
+
+
+@dataclass(frozen=True)
+class CSDCG(_Averaged):
+    """Cost-sensitive DCG: discounted gain of the relevant documents in the top k minus
+    ``cost`` times the sensitivity grade (``sens=``) of every document shown, undiscounted:
+    ``Σ_{i≤min(k,n)} g(rel_i)/log2(i+1) - C·s_i``. Below 0, showing the results was worse
+    than showing nothing. ``agg=gmean`` is refused: CS-DCG can be negative (use nCS-DCG)."""
+
+    name: ClassVar[str] = "CS-DCG"
+    description: ClassVar[str] = "Cost-sensitive DCG: discounted gain minus cost x sensitivity of docs shown"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.agg == "gmean":
+            raise ValueError(
+                "agg=gmean is not defined for CS-DCG, whose values can be negative; "
+                "use nCS-DCG(agg=gmean) or the mean"
+            )
+
+    def compute(self, data: RankedLists) -> np.ndarray:
+        return self.cs_dcg(data)
+
+
+@dataclass(frozen=True)
+class NCSDCG(_Averaged):
+    """Normalised CS-DCG: ``(CS-DCG - worst) / (best - worst)``, clamped to [0, 1], best and
+    worst being the highest and lowest CS-DCG@k of any ranking of the query's judged
+    documents (exact; ``bounds=greedy`` for the paper's Algorithm 1). A query whose best
+    equals its worst is undefined: NaN per query, left out of the aggregate, counted in a
+    warning."""
+
+    name: ClassVar[str] = "nCS-DCG"
+    description: ClassVar[str] = "Normalised cost-sensitive DCG, between the worst and the best ranking"
+
+    bounds: Literal["exact", "greedy"] = param(
+        "exact", "best/worst rankings: exact (optimal) or greedy (the paper's Algorithm 1)"
+    )
+
+    def compute(self, data: RankedLists) -> np.ndarray:
+        value = self.cs_dcg(data)
+        best, worst = self.pool_bounds(data, self.bounds)
+        spread = best - worst
+        defined = spread > 1e-12 * np.maximum(1.0, np.maximum(np.abs(best), np.abs(worst)))
+        out = np.full(len(value), np.nan)
+        out[defined] = np.clip((value[defined] - worst[defined]) / spread[defined], 0.0, 1.0)
+        return out
+
+
+@dataclass(frozen=True)
+class CSDCGNeg(_CostSensitive):
+    """1 if the query's CS-DCG@k is below 0, else 0: the mean is the share of queries for
+    which searching was worse than not searching (the paper's complementary view)."""
+
+    name: ClassVar[str] = "CS-DCG-neg"
+    description: ClassVar[str] = "1 if CS-DCG@k < 0 (searching worse than not searching); mean = share"
+
+    def compute(self, data: RankedLists) -> np.ndarray:
+        return (self.cs_dcg(data) < 0).astype(np.float64)
+
+
+MEASURES: tuple[type[Measure], ...] = (CSDCG, NCSDCG, CSDCGNeg)
+
+
+@hookimpl
+def register_measures(register: Callable[[type[Measure]], None]) -> None:
+    """Register CS-DCG, nCS-DCG and CS-DCG-neg."""
+    for cls in MEASURES:
+        register(cls)
