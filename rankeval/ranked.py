@@ -85,6 +85,10 @@ class RankedLists:
         run: the :class:`~rankeval.data.Run` the view was built from.
         qrels: the :class:`~rankeval.data.Qrels` the view was built from.
         level: nesting level (1 = top-level items).
+        parent_ids: ``(Q,)`` the parent item's id of each sub-query (levels > 1).
+        judged_items: ``(m,)`` item code (see :class:`Alignment`) of each judged document.
+        parent_items: ``(Q,)`` item code of each sub-query's parent (levels > 1).
+        alignment: the :class:`Alignment` the view belongs to.
     """
 
     query_ids: np.ndarray
@@ -106,6 +110,8 @@ class RankedLists:
     qrels: Qrels
     level: int = 1
     parent_ids: np.ndarray | None = None
+    judged_items: np.ndarray | None = None
+    parent_items: np.ndarray | None = None
     alignment: Alignment | None = field(default=None, repr=False)
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
@@ -116,6 +122,13 @@ class RankedLists:
             return None
         kids = self.alignment.view(self.level + 1)
         return kids if kids.num_queries else None
+
+    def row_items(self) -> np.ndarray:
+        """``(n,)`` item code of each ranked row (-1: a doc judged nowhere in a flat
+        collection); index per-item arrays (size ``alignment.num_items``) with it."""
+        if self.alignment is None:
+            raise ValueError("this view has no alignment")
+        return self.alignment.run_item[self.rows]  # type: ignore[no-any-return]
 
     # -- sizes ---------------------------------------------------------------
     @property
@@ -448,6 +461,16 @@ class Alignment:
         max_docs: evaluate only the top *max_docs* rows of each query (trec_eval ``-M``).
         on_duplicate: what to do with a (query, doc) pair given twice: ``error`` (default,
             as trec_eval), ``first`` or ``max`` (see :func:`check_duplicates`).
+
+    Attributes:
+        num_items: number of items: distinct (query, doc) pairs of the qrels (and, in a
+            nested collection, of the run), numbered 0.. in (query, doc) order.
+        qrels_item: item code of each row of ``qrels.table`` (per assessor line), e.g. to
+            aggregate a qrels attribute per item.
+        run_item: item code of each row of ``run.table`` (-1: a doc judged nowhere, in a
+            flat collection).
+        cache: memo for measure kernels, shared by all views of this alignment (key it by
+            measure family and parameters).
     """
 
     def __init__(
@@ -465,6 +488,7 @@ class Alignment:
             )
         self.max_docs = max_docs
         self._views: dict[int, RankedLists] = {}
+        self.cache: dict[Any, Any] = {}
         self.run = check_duplicates(run, on_duplicate)
         self.sep = nest_sep or "/"
         self._number(nest_sep)
@@ -697,6 +721,8 @@ class Alignment:
             qrels=self.qrels,
             level=level,
             parent_ids=parent_ids,
+            judged_items=judged_items,
+            parent_items=used if level > 1 else None,
             alignment=self,
         )
 

@@ -46,72 +46,47 @@ def _exclusive_cumsum(seg: np.ndarray, pos: np.ndarray, values: np.ndarray, nseg
     return before[seg, pos]  # type: ignore[no-any-return]
 
 
-def _keys(qids: Any, docs: Any) -> Any:
-    """``query\x1fitem`` join keys (pyarrow strings) of paired query and item ids."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not isinstance(qids, (pa.Array, pa.ChunkedArray)):
-        qids = pa.array(qids, pa.string())
-    if not isinstance(docs, (pa.Array, pa.ChunkedArray)):
-        docs = pa.array(docs, pa.string())
-    return pc.binary_join_element_wise(pc.cast(qids, pa.string()), pc.cast(docs, pa.string()), "\x1f")
-
-
-def _outer_of(view: RankedLists, query: np.ndarray) -> Any:
-    """Top-level query id (pyarrow strings) of each of the given (sub-)query indices,
-    taken from the small table of ids, without building Python strings per row."""
-    import pyarrow as pa
-
-    ids = pa.array(view.outer_ids.tolist(), pa.string())
-    return ids.take(pa.array(view.outer[query]))
-
-
 @dataclass
 class _Items:
-    """Per (query, item) of the qrels: stopping probability R and cost W (NaN if absent)."""
+    """Per item (see ``Alignment.num_items``): stopping probability R and cost W (NaN if
+    absent)."""
 
-    keys: Any  # pyarrow string array of "qid\\x1fdoc"
     stop: np.ndarray
     cost: np.ndarray
 
-    def lookup(self, keys: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(found, R, W) for *keys* (R 0 and W NaN where not judged)."""
-        import pyarrow.compute as pc
-
-        idx = pc.index_in(keys, value_set=self.keys).to_numpy(zero_copy_only=False)
-        found = ~np.isnan(idx.astype(float))
-        i = np.where(found, idx, 0).astype(np.int64)
-        stop = np.where(found, self.stop[i] if len(self.stop) else 0.0, 0.0)
-        cost = np.where(found, self.cost[i] if len(self.cost) else np.nan, np.nan)
-        return found, stop, cost
+    def lookup(self, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(R, W) of *items* (R 0 and W NaN where the item code is -1: judged nowhere)."""
+        found = items >= 0
+        i = np.where(found, items, 0)
+        stop = np.where(found, self.stop[i], 0.0) if len(self.stop) else np.zeros(len(items))
+        cost = np.where(found, self.cost[i], np.nan) if len(self.cost) else np.full(len(items), np.nan)
+        return stop, cost
 
 
 def _items(data: RankedLists, smax: float) -> _Items:
     """Stopping probabilities (multi-assessor formula) and costs of every judged item."""
+    alignment = data.alignment
+    assert alignment is not None
     key = ("tbg-items", smax)
-    if key in data._cache:
-        return data._cache[key]  # type: ignore[no-any-return]
+    if key in alignment.cache:
+        return alignment.cache[key]  # type: ignore[no-any-return]
     import pyarrow.compute as pc
 
     table = data.qrels.table
-    keys = _keys(table.column("query_id"), table.column("doc_id"))
-    unique = pc.unique(keys)
-    index = pc.index_in(keys, value_set=unique).to_numpy().astype(np.int64)
+    index = alignment.qrels_item
+    n = alignment.num_items
     rel = table.column("relevance").to_numpy()
     share = np.clip(rel, 0.0, smax) / smax  # per assessor: min(r, smax) / smax
     # R = 1 - Π (1 - share) in log space, so that a tiny R > 0 stays > 0 (1 - 1e-20 == 1.0)
-    log_keep = np.zeros(len(unique))
     with np.errstate(divide="ignore"):  # share 1: log 0 = -inf, R = 1
-        np.add.at(log_keep, index, np.log1p(-share))
+        log_keep = np.bincount(index, weights=np.log1p(-share), minlength=n)
     stop = -np.expm1(log_keep)
     # one assessor (the usual case): R is the share itself, exactly
-    assessors = np.bincount(index, minlength=len(unique))
-    single = assessors == 1
-    first_share = np.zeros(len(unique))
+    single = np.bincount(index, minlength=n) == 1
+    first_share = np.zeros(n)
     first_share[index] = share
     stop[single] = first_share[single]
-    cost = np.full(len(unique), np.nan)
+    cost = np.full(n, np.nan)
     if "cost" in table.column_names:
         text = table.column("cost")
         has = text.is_valid().to_numpy(zero_copy_only=False)
@@ -125,8 +100,8 @@ def _items(data: RankedLists, smax: float) -> _Items:
                 line=int(table.column("line")[bad].as_py()) or None,
             ) from None
         cost[index[has]] = values
-    items = _Items(unique, stop, cost)
-    data._cache[key] = items
+    items = _Items(stop, cost)
+    alignment.cache[key] = items
     return items
 
 
@@ -227,12 +202,12 @@ class _TimeBiased(Measure):
             # every judged child of each parent, best order: R/W descending (hTBG), or
             # fewest words first (TBG)
             jq = kids.judged_query()
-            _, stop, cost = items.lookup(_keys(_outer_of(kids, jq), kids.judged_doc_ids))
+            stop, cost = items.lookup(kids.judged_items)  # type: ignore[arg-type]
             seg = jq
         else:
             rows = np.arange(len(kids.query))
             seg = kids.query
-            _, stop, cost = items.lookup(_keys(_outer_of(kids, seg), kids.doc_ids))
+            stop, cost = items.lookup(kids.row_items())
         cost = self._fill_cost(cost, kids, seg, ideal)
         if ideal:
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -260,7 +235,7 @@ class _TimeBiased(Measure):
             "expected": (words * _exclusive_product(read_on)).sum(axis=1),
             "total": words.sum(axis=1),
             "signal": (_grid(seg, pos, stop, nsub) > 0).any(axis=1),
-            "keys": _keys(_outer_of(kids, np.arange(nsub)), kids.parent_ids),
+            "items": kids.parent_items,
         }
         if truncated is not None:
             stats["expected"], stats["signal"] = truncated
@@ -286,18 +261,19 @@ class _TimeBiased(Measure):
         )
 
     def _words(
-        self, data: RankedLists, keys: Any, own_cost: np.ndarray, ideal: bool
+        self, data: RankedLists, keys: np.ndarray, own_cost: np.ndarray, ideal: bool
     ) -> tuple[np.ndarray, np.ndarray]:
         """(words read, signal) per individual: from its children, else its own cost."""
         stats = self._child_stats(data, ideal)
         signal = np.ones(len(own_cost), dtype=bool)
         words = own_cost
         if stats is not None:
-            import pyarrow.compute as pc
-
-            idx = pc.index_in(keys, value_set=stats["keys"]).to_numpy(zero_copy_only=False)
-            has = ~np.isnan(idx.astype(float))
-            i = np.where(has, idx, 0).astype(np.int64)
+            assert data.alignment is not None
+            at = np.full(data.alignment.num_items, -1, dtype=np.int64)
+            at[stats["items"]] = np.arange(len(stats["items"]))
+            idx = np.where(keys >= 0, at[keys], -1)
+            has = idx >= 0
+            i = np.where(has, idx, 0)
             nested_words = stats["expected"] if self.hierarchical else stats["total"]
             words = np.where(has, nested_words[i], own_cost)
             if self.hierarchical and getattr(self, "signal", True):
@@ -311,8 +287,8 @@ class _TimeBiased(Measure):
         key = ("tbg-times", self._shared_key())
         if key not in data._cache:
             rows = np.arange(len(data.query))
-            keys = _keys(_outer_of(data, data.query), data.doc_ids)
-            _, _, own = _items(data, self.smax).lookup(keys)
+            keys = data.row_items()
+            _, own = _items(data, self.smax).lookup(keys)
             relevant = data.relevance >= self.rel
             has_children = self._child_stats(data, False)
             own = own if has_children is None else np.where(np.isnan(own), 0.0, own)
@@ -345,9 +321,10 @@ class _TimeBiased(Measure):
         key = ("tbg-ideal", self._shared_key())
         if key not in data._cache:
             jq = data.judged_query()
-            keys = _keys(_outer_of(data, jq), data.judged_doc_ids)
+            keys = data.judged_items
+            assert keys is not None
             relevant = data.judged_relevance >= self.rel
-            _, _, own = _items(data, self.smax).lookup(keys)
+            _, own = _items(data, self.smax).lookup(keys)
             nested = self._child_stats(data, True)
             own = np.where(np.isnan(own), 0.0 if nested is not None else np.nan, own)
             if nested is None and np.isnan(own[relevant]).any():
