@@ -129,7 +129,7 @@ def _split_lines(data: bytes, name: str) -> _Lines:
     import pyarrow.compute as pc
     import pyarrow.csv as pcsv
 
-    if not data.strip():
+    if not data or data.isspace():
         empty = pa.array([], pa.string())
         return _Lines(name, pc.utf8_split_whitespace(empty), np.zeros(0, np.int64), empty)
     if b"\x1f" in data:
@@ -154,12 +154,23 @@ def _split_lines(data: bytes, name: str) -> _Lines:
         empty = pa.array([], pa.string())
         return _Lines(name, pc.ascii_split_whitespace(empty), np.zeros(0, np.int64), empty)
     raw = table.column("line").combine_chunks()
+    tokens = pc.utf8_split_whitespace(raw)
+    flat = tokens.values
+    flat_offsets = np.frombuffer(flat.buffers()[1], np.int32)[flat.offset : flat.offset + len(flat) + 1]
+    if len(flat) and (np.diff(flat_offsets) > 0).all():
+        # no empty field: no blank line and no leading or trailing whitespace, so only
+        # comment lines (first field starts with '#') can need dropping
+        offsets = np.frombuffer(tokens.buffers()[1], np.int32)[
+            tokens.offset : tokens.offset + len(tokens) + 1
+        ]
+        first_byte = np.frombuffer(flat.buffers()[2], np.uint8)[flat_offsets[offsets[:-1]]]
+        if not (first_byte == ord("#")).any():
+            return _Lines(name, tokens, np.arange(1, len(raw) + 1), raw)
+    del tokens, flat
     trimmed = pc.utf8_trim_whitespace(raw)
     keep = pc.and_(pc.not_equal(pc.utf8_length(trimmed), 0), pc.invert(pc.starts_with(trimmed, "#")))
     line_numbers = np.flatnonzero(keep.to_numpy(zero_copy_only=False)) + 1
-    trimmed = trimmed.filter(keep)
-    raw = raw.filter(keep)
-    return _Lines(name, pc.utf8_split_whitespace(trimmed), line_numbers, raw)
+    return _Lines(name, pc.utf8_split_whitespace(trimmed.filter(keep)), line_numbers, raw.filter(keep))
 
 
 def _need_columns(lines: _Lines, count: int, what: str) -> None:
@@ -398,14 +409,17 @@ def read_qrels_table(source: str | Path) -> pa.Table:
         parent = pc.list_parent_indices(extra).to_numpy()
         flat = pc.list_flatten(extra)
         pos = pc.find_substring(flat, "=").to_numpy()
-        field_no = np.arange(len(parent)) - np.searchsorted(parent, parent) + 4
+
+        def field_no(i: int) -> int:  # the attribute's field on its line (for messages)
+            return int(i - np.searchsorted(parent, parent[i]) + 4)
+
         bad = np.flatnonzero(pos <= 0)
         if bad.size:
             i = int(bad[0])
             raise lines.fail(
                 int(parent[i]),
                 f"expected key=value attribute after the relevance, found {flat[i].as_py()!r}",
-                int(field_no[i]),
+                field_no(i),
             )
         parts = pc.split_pattern(flat, "=", max_splits=1)
         keys = pc.list_element(parts, 0)
@@ -416,13 +430,11 @@ def read_qrels_table(source: str | Path) -> pa.Table:
             rows = parent[mask]
             if key in reserved:
                 i = int(np.flatnonzero(mask)[0])
-                raise lines.fail(int(parent[i]), f"attribute name {key!r} is reserved", int(field_no[i]))
+                raise lines.fail(int(parent[i]), f"attribute name {key!r} is reserved", field_no(i))
             dup = np.flatnonzero(np.diff(rows) == 0)
             if dup.size:
                 i = int(np.flatnonzero(mask)[dup[0] + 1])
-                raise lines.fail(
-                    int(parent[i]), f"attribute {key!r} given twice on one line", int(field_no[i])
-                )
+                raise lines.fail(int(parent[i]), f"attribute {key!r} given twice on one line", field_no(i))
             # scatter this key's values onto their lines (null elsewhere), all in pyarrow
             index = np.full(len(lines.line), -1, dtype=np.int64)
             index[rows] = np.arange(len(rows))
