@@ -1,7 +1,8 @@
 """``rankeval convert``: the hTBG reference's JSON format ↔ nested TREC qrels and runs.
 
 JSON → TREC writes an individual as an item ``individual`` and each of its documents as
-``individual/doc`` (SPEC §2.3): qrels lines ``q 0 item label`` and ``q 0 item/doc R cost=W``,
+``individual/doc`` (SPEC §2.3): qrels lines ``q 0 item label`` (``q 0 item 0 exclude=1`` for a
+null label) and ``q 0 item/doc R cost=W``,
 run lines ``q Q0 item rank score tag``. TREC → JSON does the reverse for two-level runs.
 Both directions keep every number exactly (Python's shortest round-trip float repr).
 """
@@ -29,8 +30,9 @@ def json_to_trec(
 ) -> tuple[str, str]:
     """(qrels text, run text) in nested TREC form from a truth and a prediction JSON file."""
     qrels_lines = []
-    for qid, it, item, rel, cost in htbg_json.read_truth(truth, sep):
+    for qid, it, item, rel, cost, exclude in htbg_json.read_truth(truth, sep):
         extra = f" cost={_num(float(cost))}" if cost is not None else ""
+        extra += f" exclude={exclude}" if exclude is not None else ""
         qrels_lines.append(f"{qid} {it} {item} {_num(rel)}{extra}")
     run_lines = []
     rank: dict[str, int] = defaultdict(int)
@@ -57,12 +59,15 @@ def trec_to_json(qrels: str | Path, run: str | Path, sep: str = "/") -> tuple[st
         zip(rt["query_id"], rt["doc_id"], strict=True)
     )
     costs = qt.get("cost", [None] * len(qt["doc_id"]))
+    excludes = qt.get("exclude", [None] * len(qt["doc_id"]))
     truth: dict[str, dict[str, list[Any]]] = {}
     children: list[tuple[str, str, str, float, Any]] = []
-    for qid, item, rel, cost in zip(qt["query_id"], qt["doc_id"], qt["relevance"], costs, strict=True):
+    for qid, item, rel, cost, exclude in zip(
+        qt["query_id"], qt["doc_id"], qt["relevance"], costs, excludes, strict=True
+    ):
         split = _split(items, qid, item, sep)
         if split is None:
-            truth.setdefault(qid, {})[item] = [_plain(rel), {}]
+            truth.setdefault(qid, {})[item] = [None if exclude == "1" else _plain(rel), {}]
         else:
             children.append((qid, split[0], split[1], rel, cost))
     for qid, parent, child, rel, cost in children:

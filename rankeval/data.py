@@ -73,6 +73,8 @@ class Qrels:
                     "cost": pa.array([r[4] for r in rows], pa.string()),
                 }
             )
+            if any(r[5] is not None for r in rows):
+                table = table.append_column("exclude", pa.array([r[5] for r in rows], pa.string()))
             return cls(table, io.source_name(source))
         return cls(io.read_qrels_table(source), io.source_name(source))
 
@@ -141,8 +143,10 @@ class Run:
     Columns of :attr:`table`: ``query_id``, ``q0`` (column 2, kept: CLEF TAR runs put a
     threshold flag there), ``doc_id``, ``score`` (float64), ``tag``. The ranking (score
     descending, ties by doc_id descending, as trec_eval) is computed at evaluation time.
-    ``tie_break`` is ``"docno"`` (trec_eval's rule) or ``"file"`` (equal scores keep the file
-    order: runs read from the hTBG reference's JSON format, which sorts stably).
+    ``tie_break`` is ``"docno"`` (trec_eval's rule), ``"file"`` (equal scores keep the run's
+    file order) or ``"qrels"`` (equal scores follow the order of the items in the qrels;
+    unjudged items after, in file order): runs read from the hTBG reference's JSON format,
+    whose stable sort keeps the truth file's order of individuals and of their posts.
     """
 
     def __init__(
@@ -199,7 +203,7 @@ class Run:
 
             frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
             run = cls.from_frame(frame, name)
-            run.source, run.tie_break = io.source_name(source), "file"
+            run.source, run.tie_break = io.source_name(source), "qrels"
             return run
         table, lines = io.read_run_table(source)
         return cls(table, name, io.source_name(source), lines)

@@ -18,7 +18,7 @@ import numpy as np
 from rankeval.data import Qrels, Run, as_qrels, as_run
 from rankeval.errors import UsageError
 from rankeval.measure import Measure
-from rankeval.ranked import Alignment
+from rankeval.ranked import Alignment, RankedLists
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -118,6 +118,7 @@ def evaluate(
     nest_sep: str | None = "/",
     max_docs: int | None = None,
     on_duplicate: str = "error",
+    compat: str | None = None,
     registry: Registry | None = None,
 ) -> pd.DataFrame:
     """Evaluate runs against qrels.
@@ -135,6 +136,9 @@ def evaluate(
         max_docs: evaluate only each query's top *max_docs* documents (trec_eval ``-M``).
         on_duplicate: a (query, doc) pair given twice in a run is an error (``"error"``, as
             trec_eval), or keeps its ``"first"`` line, or its ``"max"``-scoring line.
+        compat: reproduce another tool's output: every measure that has a ``compat``
+            parameter is computed with ``compat=<value>`` (e.g. ``"clef"``: the CLEF TAR
+            evaluator's rounding and aggregation); results keep the measure names as given.
         registry: measure registry to resolve specs with (default: all installed plugins).
 
     Returns:
@@ -150,6 +154,7 @@ def evaluate(
         nest_sep=nest_sep,
         max_docs=max_docs,
         on_duplicate=on_duplicate,
+        compat=compat,
         registry=registry,
     ).to_frame()
 
@@ -162,6 +167,8 @@ class Results:
         rows: ``(run, query_id, measure, value)`` column arrays, in evaluation order: per run,
             per measure, its queries (sorted) then the ``all`` aggregate.
         integer_measures: names of count measures (printed without decimals).
+        whole_measures: names of measures whose per-query values are whole numbers (printed
+            without decimals per query; their aggregate is a mean).
     """
 
     run: list[np.ndarray] = field(default_factory=list)
@@ -169,6 +176,7 @@ class Results:
     measure: list[np.ndarray] = field(default_factory=list)
     value: list[np.ndarray] = field(default_factory=list)
     integer_measures: set[str] = field(default_factory=set)
+    whole_measures: set[str] = field(default_factory=set)
 
     def columns(self) -> dict[str, np.ndarray]:
         """The four columns, concatenated."""
@@ -189,6 +197,7 @@ class Results:
 
         frame = pd.DataFrame(self.columns())
         frame.attrs["integer_measures"] = sorted(self.integer_measures)
+        frame.attrs["whole_measures"] = sorted(self.whole_measures)
         return frame
 
 
@@ -201,19 +210,24 @@ def evaluate_results(
     nest_sep: str | None = "/",
     max_docs: int | None = None,
     on_duplicate: str = "error",
+    compat: str | None = None,
     registry: Registry | None = None,
 ) -> Results:
     """:func:`evaluate` without pandas: the same rows as plain arrays (used by the CLI)."""
     measure_list = resolve_measures(measures, registry)
     if max_docs is not None and max_docs < 1:
         raise UsageError("max_docs must be a positive integer")
+    computed = _with_compat(measure_list, compat)
     qrels_obj: Qrels = as_qrels(qrels)
-    out = Results(integer_measures={str(m) for m in measure_list if m.integer})
+    out = Results(
+        integer_measures={str(m) for m in measure_list if m.integer},
+        whole_measures={str(m) for m in measure_list if m.whole and not m.integer},
+    )
     for run in as_runs(runs):
         alignment = Alignment(qrels_obj, run, nest_sep=nest_sep, max_docs=max_docs, on_duplicate=on_duplicate)
-        for measure in measure_list:
-            query_ids, values = _per_query(alignment, measure, missing_zero)
-            agg = measure.aggregate(values)
+        for measure, as_computed in zip(measure_list, computed, strict=True):
+            view, query_ids, values, index = _per_query(alignment, as_computed, missing_zero)
+            agg = as_computed.aggregate_lists(view, values, index)
             n = len(query_ids)
             out.run.append(np.full(n + 1, run.name, dtype=object))
             out.query_id.append(np.concatenate([query_ids.astype(object), np.array([ALL], dtype=object)]))
@@ -222,8 +236,35 @@ def evaluate_results(
     return out
 
 
-def _per_query(alignment: Alignment, measure: Measure, missing_zero: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(query ids, values) of one measure on one aligned run, missing-query rule applied."""
+def _with_compat(measures: list[Measure], compat: str | None) -> list[Measure]:
+    """The measures as computed under *compat*: ``compat=<value>`` set on every measure that
+    has a ``compat`` parameter (an error if none has)."""
+    if compat is None:
+        return measures
+    import dataclasses
+
+    out: list[Measure] = []
+    found = False
+    for m in measures:
+        if any(f.name == "compat" for f in dataclasses.fields(m)):
+            try:
+                m = dataclasses.replace(m, compat=compat)  # type: ignore[call-arg]
+            except (ValueError, TypeError) as exc:
+                raise UsageError(f"compat {compat!r}: {m}: {exc}") from None
+            found = True
+        out.append(m)
+    if not found:
+        raise UsageError(
+            f"compat {compat!r}: none of the measures {', '.join(map(str, measures))} has a compat mode"
+        )
+    return out
+
+
+def _per_query(
+    alignment: Alignment, measure: Measure, missing_zero: bool
+) -> tuple[RankedLists, np.ndarray, np.ndarray, np.ndarray]:
+    """(ranked lists, query ids, values, index of each value's query in the lists'
+    ``outer_ids``) of one measure on one aligned run, missing-query rule applied."""
     view = alignment.view(measure.view_level())
     if view.level > 1 and view.num_queries == 0:
         raise UsageError(
@@ -248,6 +289,7 @@ def _per_query(alignment: Alignment, measure: Measure, missing_zero: bool) -> tu
         retrieved = np.bincount(view.outer, weights=retrieved, minlength=n_outer) > 0
         values = np.divide(total, count, out=np.zeros(n_outer), where=count > 0)
         ids = view.outer_ids
+    index = np.arange(len(ids))
     if not missing_zero:
-        ids, values = ids[retrieved], values[retrieved]
-    return ids, values
+        ids, values, index = ids[retrieved], values[retrieved], index[retrieved]
+    return view, ids, values, index

@@ -69,17 +69,25 @@ def _walk(source: str | Path, what: str) -> Iterator[tuple[str, str, Any, dict[s
             yield qid, ind, first, docs
 
 
-def read_truth(source: str | Path, sep: str = "/") -> list[tuple[str, str, str, float, str | None]]:
-    """Rows ``(query, iteration, item, relevance, cost)`` of a truth file (cost for documents)."""
-    rows: list[tuple[str, str, str, float, str | None]] = []
+TruthRow = tuple[str, str, str, float, str | None, str | None]
+
+
+def read_truth(source: str | Path, sep: str = "/") -> list[TruthRow]:
+    """Rows ``(query, iteration, item, relevance, cost, exclude)`` of a truth file (cost for
+    documents; exclude ``"1"`` for an individual whose label is null: the reference leaves
+    such individuals out of the ranking, and so does rankeval, through ``exclude=1``)."""
+    rows: list[TruthRow] = []
     name = str(source)
     for qid, ind, label, docs in _walk(source, "label, {doc: [stop_probability, words]}"):
-        rows.append((qid, "0", ind, _number(label, f"{qid}/{ind} label", name), None))
+        if label is None:
+            rows.append((qid, "0", ind, 0.0, None, "1"))
+        else:
+            rows.append((qid, "0", ind, _number(label, f"{qid}/{ind} label", name), None, None))
         for doc, judgment in docs.items():
             where = f"{qid}/{ind}{sep}{doc}"
             stop, words = _pair(judgment, where, name, "stop_probability, words")
             cost = _number(words, where + " words", name)
-            rows.append((qid, "0", f"{ind}{sep}{doc}", _number(stop, where, name), repr(cost)))
+            rows.append((qid, "0", f"{ind}{sep}{doc}", _number(stop, where, name), repr(cost), None))
     return rows
 
 

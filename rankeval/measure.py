@@ -100,6 +100,8 @@ class Measure:
             (``("P",)`` accepts ``P.5`` and ``P_5``).
         integer: values are counts (printed without decimals in trec format; summed in the
             aggregate, as trec_eval does).
+        whole: per-query values are whole numbers that are not summed (a rank, say): printed
+            without decimals per query, while the aggregate (a mean) keeps its decimals.
     """
 
     name: ClassVar[str] = ""
@@ -109,6 +111,7 @@ class Measure:
     aliases: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
     trec_prefixes: ClassVar[tuple[str, ...]] = ()
     integer: ClassVar[bool] = False
+    whole: ClassVar[bool] = False
 
     # -- behaviour -------------------------------------------------------------------
     def compute(self, data: RankedLists) -> np.ndarray:
@@ -122,6 +125,21 @@ class Measure:
         if len(values) == 0:
             return math.nan
         return float(np.sum(values)) if self.integer else float(np.mean(values))
+
+    def aggregate_lists(self, data: RankedLists, values: np.ndarray, queries: np.ndarray) -> float:
+        """Summary over queries when it needs more than the per-query values (default:
+        :meth:`aggregate` of *values*).
+
+        Override it for a summary such as recall pooled over queries (Σ found / Σ R), or one
+        that averages other numbers than those printed per query.
+
+        Args:
+            data: the ranked lists the values were computed from.
+            values: the per-query values reported (after the missing-query rule).
+            queries: for each of *values*, the index of its query in ``data.outer_ids``
+                (``data.query_ids`` at nesting level 1).
+        """
+        return self.aggregate(values)
 
     def view_level(self) -> int:
         """Nesting level whose ranked lists this measure reads (its ``level`` parameter if it

@@ -19,7 +19,7 @@ from rankeval.registry import Registry
 
 __all__ = ["DEFAULT_PLUGINS", "ENTRY_POINT_GROUP", "load_registry", "make_plugin_manager"]
 
-DEFAULT_PLUGINS = ("rankeval_trec", "rankeval_tbg", "rankeval_csdcg", "rankeval_irmeasures")
+DEFAULT_PLUGINS = ("rankeval_trec", "rankeval_tbg", "rankeval_csdcg", "rankeval_tar", "rankeval_irmeasures")
 ENTRY_POINT_GROUP = "rankeval"
 
 

@@ -18,6 +18,7 @@ no Python loop per query or per line.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -541,9 +542,20 @@ class Alignment:
         rel = np.full(self.num_items, -np.inf)
         np.maximum.at(rel, self.qrels_item, _np(qt.column("relevance")).astype(np.float64))
         self._judged = np.isfinite(rel)
+        # the first qrels row of each item (file order of the judgments; for tie_break="qrels")
+        self._item_line = np.full(self.num_items, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(self._item_line, self.qrels_item, np.arange(len(self.qrels_item)))
         self._item_rel = rel
         self._j_item = np.flatnonzero(self._judged)
 
+        # items whose judgment says exclude=1 leave the ranking (condensed lists; the hTBG
+        # reference drops individuals whose label is null)
+        self._excluded: np.ndarray | None = None
+        if "exclude" in qt.column_names:
+            flag = _np(pc.fill_null(pc.equal(qt.column("exclude"), "1"), False)).astype(bool)
+            if flag.any():
+                self._excluded = np.zeros(self.num_items, dtype=bool)
+                self._excluded[self.qrels_item[flag]] = True
         self.nested = False
         self._depth = np.zeros(self.num_items, dtype=np.int64)
         self._u_parent = np.full(self.num_items, -1, dtype=np.int64)
@@ -566,6 +578,22 @@ class Alignment:
             self._depth[on] += 1
             cur[on] = self._u_parent[cur[on]]
         self.nested = bool(self._depth.max() > 0)
+        if self._excluded is not None:  # children of an excluded item are excluded too
+            for _ in range(int(self._depth.max())):
+                has_parent = self._u_parent >= 0
+                self._excluded[has_parent] |= self._excluded[self._u_parent[has_parent]]
+
+    def _qrels_position(self, rows: np.ndarray) -> pa.Array:
+        """Tie key of run *rows* for ``tie_break="qrels"``: the position of the row's item in
+        the qrels (first judgment); unjudged rows after every judged one, in file order."""
+        import pyarrow as pa
+
+        item = self.run_item[rows]
+        judged = item >= 0
+        judged[judged] = self._judged[item[judged]]
+        line = np.where(judged, self._item_line[np.where(judged, item, 0)], 0)
+        base = int(self._item_line[self._judged].max()) + 1 if self._judged.any() else 0
+        return pa.array(np.where(judged, line, base + rows.astype(np.int64)))
 
     # -- views -----------------------------------------------------------------------
     def view(self, level: int = 1) -> RankedLists:
@@ -582,16 +610,23 @@ class Alignment:
         import pyarrow.compute as pc
 
         uq = self._uq
+        excluded = self._excluded
         if side == "j":
             item = self._j_item
-            rows = np.flatnonzero(self._depth[item] == level - 1)
+            at_level = self._depth[item] == level - 1
+            rows = np.flatnonzero(at_level if excluded is None else at_level & ~excluded[item])
             item = item[rows]
         elif not self.nested:
             n = len(self._r_q)
             rows = np.arange(n, dtype=_index_type(n)) if level == 1 else np.zeros(0, np.int64)
+            if excluded is not None:
+                rows = rows[~((self.run_item[rows] >= 0) & excluded[self.run_item[rows]])]
             return rows, self._r_q[rows], None
         else:
-            rows = np.flatnonzero(self._depth[self.run_item] == level - 1)
+            at_level = self._depth[self.run_item] == level - 1
+            if excluded is not None:
+                at_level &= ~excluded[self.run_item]
+            rows = np.flatnonzero(at_level)
             item = self.run_item[rows]
         if level == 1:
             return rows, self._u_q[item], lambda c: (uq.take(pa.array(c)), uq.take(pa.array(c)))
@@ -679,7 +714,11 @@ class Alignment:
             jrows = new_pos[jrows]
             del new_pos
         # each query's rows are now one contiguous block (blocks in any query order)
-        tie = _tie_order(rq, score, self._r_doc, r_rows) if self.run.tie_break == "docno" else None
+        tie = None
+        if self.run.tie_break == "docno":
+            tie = _tie_order(rq, score, r_rows, lambda r: pc.take(self._r_doc, pa.array(r)), "descending")
+        elif self.run.tie_break == "qrels":
+            tie = _tie_order(rq, score, r_rows, self._qrels_position, "ascending")
         if tie is not None:
             pos, perm = tie  # equal scores within a query: only rows (and judged rows) move
             r_rows[pos] = r_rows[pos[perm]]
@@ -795,10 +834,11 @@ def _rank_order(rq: np.ndarray, score: np.ndarray) -> np.ndarray | None:
 
 
 def _tie_order(
-    rq: np.ndarray, score: np.ndarray, doc: pa.Array, rows: np.ndarray
+    rq: np.ndarray, score: np.ndarray, rows: np.ndarray, key: Callable[[np.ndarray], Any], direction: str
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Rows in runs of equal scores within a query, and the permutation of them that puts
-    each run in doc_id descending order (trec_eval's tie rule); ``None`` without ties."""
+    each run in *direction* order of ``key(run rows)`` (e.g. doc_id descending, trec_eval's
+    tie rule); ``None`` without ties."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -810,6 +850,6 @@ def _tie_order(
     pos = np.union1d(tie, tie + 1)
     tied_with_prev = np.isin(pos - 1, tie)
     label = np.cumsum(~tied_with_prev)
-    sub = pa.table({"label": pa.array(label), "doc": pc.take(doc, pa.array(rows[pos]))})
-    perm = _np(pc.sort_indices(sub, sort_keys=[("label", "ascending"), ("doc", "descending")]))
+    sub = pa.table({"label": pa.array(label), "key": key(rows[pos])})
+    perm = _np(pc.sort_indices(sub, sort_keys=[("label", "ascending"), ("key", direction)]))
     return pos, perm

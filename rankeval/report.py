@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FORMATS", "format_results", "write_atomic"]
 
-FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex")
+FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex", "clef")
 ALL = "all"
 _TEX = str.maketrans(
     {
@@ -44,17 +44,19 @@ def _value(v: float, integer: bool, precision: int | None) -> str:
     return f"{v:.{precision}f}"
 
 
-def _columns(results: Any) -> tuple[dict[str, np.ndarray], set[str]]:
-    """Columns and count-measure names of a :class:`~rankeval.engine.Results` or DataFrame."""
+def _columns(results: Any) -> tuple[dict[str, np.ndarray], set[str], set[str]]:
+    """Columns, count-measure names and whole-valued measure names of a
+    :class:`~rankeval.engine.Results` or DataFrame."""
     import numpy as np
 
     if hasattr(results, "columns") and callable(results.columns):
-        return results.columns(), set(results.integer_measures)
+        return results.columns(), set(results.integer_measures), set(results.whole_measures)
     cols = {
         c: np.asarray(results[c].to_numpy(), dtype=object if c != "value" else np.float64)
         for c in ("run", "query_id", "measure", "value")
     }
-    return cols, set(results.attrs.get("integer_measures", ()))
+    attrs = results.attrs
+    return cols, set(attrs.get("integer_measures", ())), set(attrs.get("whole_measures", ()))
 
 
 def _ordered(cols: dict[str, np.ndarray], per_query: bool) -> list[tuple[str, str, str, float]]:
@@ -100,22 +102,37 @@ def format_results(
     Args:
         results: an :func:`rankeval.evaluate` DataFrame (``run, query_id, measure, value``)
             or the :class:`~rankeval.engine.Results` of :func:`rankeval.engine.evaluate_results`.
-        fmt: one of :data:`FORMATS`.
+        fmt: one of :data:`FORMATS`. ``clef`` is the CLEF TAR evaluator's layout
+            (``topic<TAB>measure<TAB>value``, summary topic ``ALL``, numbers as Python prints
+            them, precision ignored, undefined per-query values left out); use it with values
+            computed under ``compat="clef"``.
         per_query: include per-query rows (``-q``), not only the ``all`` rows.
         precision: decimals; default 4 for trec/markdown/latex, full precision otherwise.
     """
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    cols, integer = _columns(results)
+    cols, integer, whole = _columns(results)
     records = _ordered(cols, per_query)
+    # whole-valued measures (ranks) are printed without decimals per query, not in the mean
+    integer_rows = {(m, False) for m in integer | whole} | {(m, True) for m in integer}
+    records_int = [(m, qid == ALL) in integer_rows for _, qid, m, _ in records]
     several = len({run for run, _, _, _ in records}) > 1
+    if fmt == "clef":
+        lines = []
+        for (run, qid, m, v), is_int in zip(records, records_int, strict=True):
+            if qid != ALL and math.isnan(v):
+                continue  # a topic the measure skips: the CLEF evaluator prints nothing
+            text = str(int(v)) if is_int and float(v).is_integer() else repr(float(v))
+            row = f"{'ALL' if qid == ALL else qid}\t{m}\t{text}"
+            lines.append(f"{run}\t{row}" if several else row)
+        return "\n".join(lines) + ("\n" if lines else "")
     if precision is None and fmt in ("trec", "markdown", "latex"):
         precision = 4
     if fmt == "trec":
         width = max([22, *(len(m) for _, _, m, _ in records)]) if records else 22
         lines = []
-        for run, qid, m, v in records:
-            text = f"{m:<{width}}\t{qid}\t{_value(v, m in integer, precision)}"
+        for (run, qid, m, v), is_int in zip(records, records_int, strict=True):
+            text = f"{m:<{width}}\t{qid}\t{_value(v, is_int, precision)}"
             lines.append(f"{run}\t{text}" if several else text)
         return "\n".join(lines) + ("\n" if lines else "")
     if fmt in ("tsv", "csv"):
@@ -125,8 +142,8 @@ def format_results(
         buf = io.StringIO()
         writer = csv.writer(buf, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
         writer.writerow(["run", "query_id", "measure", "value"])
-        for run, qid, m, v in records:
-            writer.writerow([run, qid, m, _value(v, m in integer, precision)])
+        for (run, qid, m, v), is_int in zip(records, records_int, strict=True):
+            writer.writerow([run, qid, m, _value(v, is_int, precision)])
         return buf.getvalue()
     if fmt in ("json", "jsonl"):
         objs = [
@@ -136,7 +153,7 @@ def format_results(
         if fmt == "json":
             return json.dumps(objs, indent=1) + "\n"
         return "".join(json.dumps(o) + "\n" for o in objs)
-    return _table(records, fmt, integer, precision or 4, per_query)
+    return _table(records, fmt, integer_rows, precision or 4, per_query)
 
 
 def _json_value(v: float, precision: int | None) -> float | None:
@@ -146,7 +163,11 @@ def _json_value(v: float, precision: int | None) -> float | None:
 
 
 def _table(
-    records: list[tuple[str, str, str, float]], fmt: str, integer: set[str], precision: int, per_query: bool
+    records: list[tuple[str, str, str, float]],
+    fmt: str,
+    integer_rows: set[tuple[str, bool]],
+    precision: int,
+    per_query: bool,
 ) -> str:
     """Wide table: one row per run (and query with -q), one column per measure."""
     measures = list(dict.fromkeys(m for _, _, m, _ in records))
@@ -156,7 +177,10 @@ def _table(
     body = []
     for run, qid in keys:
         row = [run, *([qid] if per_query else [])]
-        row += [_value(cell.get((run, qid, m), math.nan), m in integer, precision) for m in measures]
+        row += [
+            _value(cell.get((run, qid, m), math.nan), (m, qid == ALL) in integer_rows, precision)
+            for m in measures
+        ]
         body.append(row)
     if fmt == "markdown":
         esc = [[c.replace("|", "\\|") for c in r] for r in [head, *body]]

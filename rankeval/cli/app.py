@@ -14,7 +14,8 @@ from typer.core import TyperGroup
 
 from rankeval.errors import RankevalError, RankevalWarning, UsageError
 
-FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex")
+FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex", "clef")
+COMPAT = ("none", "clef")
 
 
 class _DefaultGroup(TyperGroup):
@@ -121,7 +122,14 @@ def evaluate_cmd(
     per_query: Annotated[
         bool, typer.Option("-q", "--per-query", help="Also print per-query values.")
     ] = False,
-    fmt: Annotated[str, typer.Option("-f", "--format", help=f"Output format: {'|'.join(FORMATS)}.")] = "trec",
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "-f",
+            "--format",
+            help=f"Output format: {'|'.join(FORMATS)} (default trec; clef with --compat clef).",
+        ),
+    ] = None,
     p: Annotated[
         list[str],
         typer.Option(
@@ -153,16 +161,31 @@ def evaluate_cmd(
         str, typer.Option("--nest-sep", help="Nested-item separator; 'none' disables nesting.")
     ] = "/",
     on_duplicate: Annotated[
+        str | None,
+        typer.Option(
+            "--on-duplicate",
+            help="A document given twice for a query: error (as trec_eval; the default), first "
+            "(the default with --compat clef, as the CLEF evaluator) or max.",
+        ),
+    ] = None,
+    compat: Annotated[
         str,
         typer.Option(
-            "--on-duplicate", help="A document given twice for a query: error (as trec_eval), first or max."
+            "--compat",
+            help="Reproduce another evaluator's output: clef = the CLEF eHealth TAR evaluator "
+            "(tar_eval_2018.py): its rounding, aggregates and output layout (TAR measures).",
         ),
-    ] = "error",
+    ] = "none",
 ) -> None:
     """Score runs against qrels (the default command)."""
     from rankeval.report import format_results, write_atomic
 
     try:
+        if compat not in COMPAT:
+            raise UsageError(f"unknown --compat {compat!r}; expected one of {', '.join(COMPAT)}")
+        clef = compat == "clef"
+        fmt = fmt or ("clef" if clef else "trec")
+        on_duplicate = on_duplicate or ("first" if clef else "error")
         if fmt not in FORMATS:
             raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
         if not measure:
@@ -187,6 +210,7 @@ def evaluate_cmd(
                 nest_sep=None if nest_sep.lower() == "none" else nest_sep,
                 max_docs=max_docs,
                 on_duplicate=on_duplicate,
+                compat=None if compat == "none" else compat,
                 registry=registry,
             )
         text = format_results(results, fmt, per_query=per_query, precision=digits)
