@@ -120,7 +120,11 @@ def measures_markdown() -> str:
         for prefix in cls.trec_prefixes:
             aliases.append(f"`{prefix}.N` / `{prefix}_N` (sets `{cls.at}`)")
         out.append(f"**Aliases:** {', '.join(aliases) if aliases else 'none'}  ")
-        if cls.integer:
+        from rankeval.measure import Measure
+
+        if cls.aggregate_lists is not Measure.aggregate_lists:
+            out.append("**Aggregate:** the measure's own (see the definition above)  ")
+        elif cls.integer:
             out.append("**Aggregate:** sum over queries (a count, printed without decimals)  ")
         else:
             out.append("**Aggregate:** mean over queries  ")

@@ -583,6 +583,10 @@ class Alignment:
                 has_parent = self._u_parent >= 0
                 self._excluded[has_parent] |= self._excluded[self._u_parent[has_parent]]
 
+    def qrels_position(self, items: np.ndarray) -> np.ndarray:
+        """Position in the qrels (row of the first judgment) of each of *items* (judged)."""
+        return self._item_line[items]  # type: ignore[no-any-return]
+
     def _qrels_position(self, rows: np.ndarray) -> pa.Array:
         """Tie key of run *rows* for ``tie_break="qrels"``: the position of the row's item in
         the qrels (first judgment); unjudged rows after every judged one, in file order."""
@@ -591,7 +595,7 @@ class Alignment:
         item = self.run_item[rows]
         judged = item >= 0
         judged[judged] = self._judged[item[judged]]
-        line = np.where(judged, self._item_line[np.where(judged, item, 0)], 0)
+        line = np.where(judged, self.qrels_position(np.where(judged, item, 0)), 0)
         base = int(self._item_line[self._judged].max()) + 1 if self._judged.any() else 0
         return pa.array(np.where(judged, line, base + rows.astype(np.int64)))
 

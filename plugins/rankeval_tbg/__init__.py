@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
@@ -141,6 +141,11 @@ class _TimeBiased(Measure):
         None, "cost of an item without cost= (none: missing costs are an error)"
     )
     ideal: bool = param(False, "the value of the ideal ranking instead (Theorems 3.2 and 3.3)")
+    ideal_rule: Literal["exact", "reference"] = param(
+        "exact",
+        "exact: the ideal is the maximum over all rankings; reference: as the hTBG reference's "
+        "best_possible_htbg (posts in R/W order cut at max_docs, every at-risk individual gains)",
+    )
 
     def __post_init__(self) -> None:
         if self.h <= 0:
@@ -194,8 +199,17 @@ class _TimeBiased(Measure):
             return data._cache[cache_key]  # type: ignore[no-any-return]
         kids = self._children(data)
         if kids is None or kids.num_queries == 0:
-            data._cache[cache_key] = None
-            return None
+            # a flat collection: None; a nested one whose items here have no (remaining)
+            # children: no individual reads children, and none can gain under the signal rule
+            nested = data.alignment is not None and data.alignment.nested
+            empty = {
+                "expected": np.zeros(0),
+                "total": np.zeros(0),
+                "signal": np.zeros(0, dtype=bool),
+                "items": np.zeros(0, dtype=np.int64),
+            }
+            data._cache[cache_key] = empty if nested else None
+            return data._cache[cache_key]  # type: ignore[no-any-return]
         items = _items(data, self.smax)
         nsub = kids.num_queries
         if ideal:
@@ -213,14 +227,24 @@ class _TimeBiased(Measure):
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.where(cost > 0, stop / cost, np.where(stop > 0, np.inf, 0.0))
             key = -ratio if self.hierarchical else cost
-            order = np.lexsort((key, seg))
+            # equal keys: the qrels order (the reference's stable sort over the truth file)
+            assert kids.alignment is not None and kids.judged_items is not None
+            order = np.lexsort((kids.alignment.qrels_position(kids.judged_items), key, seg))
             seg, stop, cost = seg[order], stop[order], cost[order]
             first = np.concatenate(([0], np.flatnonzero(seg[1:] != seg[:-1]) + 1)) if len(seg) else seg
             pos = np.arange(len(seg)) - np.repeat(first, np.diff(np.concatenate((first, [len(seg)]))))
         else:
             pos = kids.rank_of(rows)
         truncated = None
-        if ideal and self.hierarchical and self.max_docs and len(pos) and pos.max() >= self.max_docs:
+        exact = self.ideal_rule == "exact"
+        if (
+            ideal
+            and exact
+            and self.hierarchical
+            and self.max_docs
+            and len(pos)
+            and pos.max() >= self.max_docs
+        ):
             # more posts than are read: the best posts to read first are a choice, not just
             # an order (see _best_truncated_reading); computed on the full R/W-sorted lists
             truncated = _best_truncated_reading(
@@ -273,13 +297,14 @@ class _TimeBiased(Measure):
             at[stats["items"]] = np.arange(len(stats["items"]))
             idx = np.where(keys >= 0, at[keys], -1)
             has = idx >= 0
-            i = np.where(has, idx, 0)
             nested_words = stats["expected"] if self.hierarchical else stats["total"]
-            words = np.where(has, nested_words[i], own_cost)
+            words = own_cost.copy()
+            words[has] = nested_words[idx[has]]
             if self.hierarchical and getattr(self, "signal", True):
                 # as the reference: in a nested collection an individual without (judged)
                 # posts has no post that can settle the assessment, so it never gains
-                signal = np.where(has, stats["signal"][i], False)
+                signal = np.zeros(len(own_cost), dtype=bool)
+                signal[has] = stats["signal"][idx[has]]
         return words, signal
 
     def _times(self, data: RankedLists) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -339,7 +364,7 @@ class _TimeBiased(Measure):
                         source=data.qrels.source,
                     )
             words, signal = self._words(data, keys, own, True)
-            gaining = relevant & signal
+            gaining = relevant & signal if self.ideal_rule == "exact" else relevant
             time = self._time(relevant, np.where(gaining, words, 0.0))
             order = np.lexsort((time, ~gaining, jq))
             q, t, g = jq[order], time[order], gaining[order]
