@@ -33,6 +33,8 @@ class Qrels:
     def __init__(self, table: pa.Table, source: str = "<qrels>") -> None:
         self.table = table
         self.source = source
+        # attribute -> [(side file, its line number per row, 0 where the value is not from it)]
+        self._origins: dict[str, list[tuple[str, np.ndarray]]] = {}
 
     def __repr__(self) -> str:
         return f"Qrels({self.source!r}, {self.table.num_rows} judgments)"
@@ -48,8 +50,68 @@ class Qrels:
     @property
     def attributes(self) -> list[str]:
         """Names of the ``key=value`` attribute columns."""
-        fixed = {"query_id", "iteration", "doc_id", "relevance", "line"}
-        return [c for c in self.table.column_names if c not in fixed]
+        return [c for c in self.table.column_names if c not in io.RESERVED]
+
+    def with_docinfo(self, source: str | Path) -> Qrels:
+        """These judgments with the attributes of a side file of document attributes.
+
+        The side file has lines ``docno [key=value ...]`` (see
+        :func:`rankeval.io.read_docinfo_table`). Its attributes are query-independent: they
+        go to every qrels line whose ``doc_id`` is the docno, in every query, as if written
+        on that line. **The qrels win:** a judgment (query, document) that gives a key on any
+        of its qrels lines keeps its own value for that key, and no line of it takes the
+        side file's. Documents of the side file that the qrels do not judge are not added.
+
+        Returns:
+            A new :class:`Qrels` (same source name and lines) whose table has the merged
+            attribute columns; :meth:`attribute_origin` tells where each value came from.
+
+        Raises:
+            InputError: the side file cannot be read or has a bad line.
+        """
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        info = io.read_docinfo_table(source)
+        name = io.source_name(source)
+        table = self.table
+        doc = pc.cast(table.column("doc_id"), pa.string())
+        if isinstance(doc, pa.ChunkedArray):
+            doc = doc.combine_chunks()
+        found = pc.index_in(doc, value_set=info.column("doc_id").combine_chunks())
+        side_line = info.column("line").combine_chunks().take(found)
+        side_line = side_line.fill_null(0).to_numpy(zero_copy_only=False)
+        pair: np.ndarray | None = None  # (query, doc) code of each row, made when needed
+        origins = {key: list(v) for key, v in self._origins.items()}
+        for key in info.column_names[2:]:
+            side = info.column(key).combine_chunks().take(found)
+            if key in table.column_names:
+                own = table.column(key)
+                has = own.is_valid().to_numpy(zero_copy_only=False)
+                if pair is None:
+                    pair = _pair_codes(table)
+                given = np.bincount(pair, weights=has, minlength=int(pair.max(initial=-1)) + 1) > 0
+                side = pc.if_else(pa.array(given[pair]), pa.scalar(None, side.type), side)
+                merged = pc.coalesce(own, pc.cast(side, own.type))
+                table = table.set_column(table.column_names.index(key), key, merged)
+            else:
+                table = table.append_column(key, side)
+            used = np.where(side.is_valid().to_numpy(zero_copy_only=False), side_line, 0)
+            origins.setdefault(key, []).append((name, used))
+        out = Qrels(table, self.source)
+        out._origins = origins
+        return out
+
+    def attribute_origin(self, key: str, row: int) -> tuple[str, int | None]:
+        """File name and 1-based line number where attribute *key* of table row *row* was
+        given: the side file's line for a value from :meth:`with_docinfo`, else the qrels
+        line (``None`` when the qrels were not read from a file)."""
+        for name, lines in self._origins.get(key, []):
+            if lines[row]:
+                return name, int(lines[row])
+        line = int(self.table.column("line")[row].as_py())
+        return self.source, line or None
 
     @classmethod
     def read(cls, source: str | Path) -> Qrels:
@@ -241,6 +303,23 @@ class Run:
 
         rows = [(str(q), str(d), float(s)) for q, docs in data.items() for d, s in docs.items()]
         return cls.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "score"]), name)
+
+
+def _pair_codes(table: pa.Table) -> np.ndarray:
+    """An integer code per row, equal for rows of the same (query_id, doc_id)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    codes = []
+    for name in ("query_id", "doc_id"):
+        col = pc.dictionary_encode(pc.cast(table.column(name), pa.string()))
+        if isinstance(col, pa.ChunkedArray):
+            col = col.unify_dictionaries().combine_chunks()
+        codes.append((np.asarray(col.indices, dtype=np.int64), len(col.dictionary)))
+    (q, _), (d, nd) = codes
+    inverse: np.ndarray = np.unique(q * max(nd, 1) + d, return_inverse=True)[1]
+    return inverse.ravel()
 
 
 def _looks_like_dataset_id(text: str) -> bool:

@@ -119,6 +119,7 @@ def evaluate(
     max_docs: int | None = None,
     on_duplicate: str = "error",
     compat: str | None = None,
+    docinfo: str | Path | None = None,
     registry: Registry | None = None,
 ) -> pd.DataFrame:
     """Evaluate runs against qrels.
@@ -139,6 +140,10 @@ def evaluate(
         compat: reproduce another tool's output: every measure that has a ``compat``
             parameter is computed with ``compat=<value>`` (e.g. ``"clef"``: the CLEF TAR
             evaluator's rounding and aggregation); results keep the measure names as given.
+        docinfo: a side file of document attributes (lines ``docno key=value ...``, e.g.
+            ``sens=1`` for CS-DCG or ``cost=120`` for TBG), given to every qrels line of the
+            document in every query; an attribute a judgment gives on its qrels lines wins
+            (:meth:`~rankeval.Qrels.with_docinfo`).
         registry: measure registry to resolve specs with (default: all installed plugins).
 
     Returns:
@@ -155,6 +160,7 @@ def evaluate(
         max_docs=max_docs,
         on_duplicate=on_duplicate,
         compat=compat,
+        docinfo=docinfo,
         registry=registry,
     ).to_frame()
 
@@ -211,6 +217,7 @@ def evaluate_results(
     max_docs: int | None = None,
     on_duplicate: str = "error",
     compat: str | None = None,
+    docinfo: str | Path | None = None,
     registry: Registry | None = None,
 ) -> Results:
     """:func:`evaluate` without pandas: the same rows as plain arrays (used by the CLI)."""
@@ -219,6 +226,8 @@ def evaluate_results(
         raise UsageError("max_docs must be a positive integer")
     computed = _with_compat(measure_list, compat)
     qrels_obj: Qrels = as_qrels(qrels)
+    if docinfo is not None:
+        qrels_obj = qrels_obj.with_docinfo(docinfo)
     out = Results(
         integer_measures={str(m) for m in measure_list if m.integer},
         whole_measures={str(m) for m in measure_list if m.whole and not m.integer},

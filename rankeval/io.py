@@ -30,11 +30,20 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-__all__ = ["read_bytes", "read_qrels_table", "read_run_table", "source_name"]
+__all__ = [
+    "RESERVED",
+    "read_bytes",
+    "read_docinfo_table",
+    "read_qrels_table",
+    "read_run_table",
+    "source_name",
+]
 
 _MAGIC = {b"\x1f\x8b": gzip.decompress, b"BZh": bz2.decompress, b"\xfd7zXZ\x00": lzma.decompress}
 _BOM = b"\xef\xbb\xbf"
 RUN_COLUMNS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
+RESERVED = ("query_id", "iteration", "doc_id", "relevance", "line")
+"""Columns of a qrels table that are not attributes: no ``key=value`` may use these names."""
 
 
 def source_name(source: str | Path) -> str:
@@ -213,6 +222,56 @@ def _dict(arr: pa.Array) -> pa.Array:
     return out
 
 
+def _attributes(lines: _Lines, first: int, where: str, reserved: set[str]) -> dict[str, pa.Array]:
+    """The ``key=value`` fields of *lines* from field *first* on: one string column per key,
+    null on the lines that do not give it.
+
+    Raises:
+        InputError: at the first field that is not ``key=value`` (*where* says where such
+            fields go), whose key is in *reserved*, or whose key its line already gave.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns: dict[str, pa.Array] = {}
+    n_fields = pc.list_value_length(lines.tokens).to_numpy()
+    if not (n_fields > first).any():
+        return columns
+    extra = pc.list_slice(lines.tokens, first)
+    parent = pc.list_parent_indices(extra).to_numpy()
+    flat = pc.list_flatten(extra)
+    pos = pc.find_substring(flat, "=").to_numpy()
+
+    def field_no(i: int) -> int:  # the attribute's field on its line (for messages)
+        return int(i - np.searchsorted(parent, parent[i]) + first)
+
+    bad = np.flatnonzero(pos <= 0)
+    if bad.size:
+        i = int(bad[0])
+        raise lines.fail(
+            int(parent[i]), f"expected key=value attribute {where}, found {flat[i].as_py()!r}", field_no(i)
+        )
+    parts = pc.split_pattern(flat, "=", max_splits=1)
+    keys = pc.list_element(parts, 0)
+    values = pc.list_element(parts, 1)
+    for key in pc.unique(keys).to_pylist():
+        mask = pc.equal(keys, key).to_numpy(zero_copy_only=False)
+        rows = parent[mask]
+        if key in reserved:
+            i = int(np.flatnonzero(mask)[0])
+            raise lines.fail(int(parent[i]), f"attribute name {key!r} is reserved", field_no(i))
+        dup = np.flatnonzero(np.diff(rows) == 0)
+        if dup.size:
+            i = int(np.flatnonzero(mask)[dup[0] + 1])
+            raise lines.fail(int(parent[i]), f"attribute {key!r} given twice on one line", field_no(i))
+        # scatter this key's values onto their lines (null elsewhere), all in pyarrow
+        index = np.full(len(lines.line), -1, dtype=np.int64)
+        index[rows] = np.arange(len(rows))
+        columns[key] = values.filter(pa.array(mask)).take(pa.array(index, mask=index < 0))
+    return columns
+
+
 # ---------------------------------------------------------------------------- runs
 def _run_fast(path: Path) -> pa.Table | None:
     """Parse a clean, uncompressed run file with pyarrow directly; ``None`` if not clean."""
@@ -389,9 +448,7 @@ def read_qrels_table(source: str | Path) -> pa.Table:
     Raises:
         InputError: naming the file, line and column of the first bad line.
     """
-    import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     lines = _split_lines(read_bytes(source), source_name(source))
     _need_columns(lines, 4, "query_id iteration doc_id relevance")
@@ -403,40 +460,45 @@ def read_qrels_table(source: str | Path) -> pa.Table:
         "relevance": rel,
         "line": pa.array(lines.line, pa.int64()),
     }
-    n_fields = pc.list_value_length(lines.tokens).to_numpy()
-    if (n_fields > 4).any():
-        extra = pc.list_slice(lines.tokens, 4)
-        parent = pc.list_parent_indices(extra).to_numpy()
-        flat = pc.list_flatten(extra)
-        pos = pc.find_substring(flat, "=").to_numpy()
+    columns.update(_attributes(lines, 4, "after the relevance", reserved=set(RESERVED)))
+    return pa.table(columns)
 
-        def field_no(i: int) -> int:  # the attribute's field on its line (for messages)
-            return int(i - np.searchsorted(parent, parent[i]) + 4)
 
-        bad = np.flatnonzero(pos <= 0)
-        if bad.size:
-            i = int(bad[0])
+# ---------------------------------------------------------------------------- docinfo
+def read_docinfo_table(source: str | Path) -> pa.Table:
+    """Read a side file of document attributes (``docno [key=value ...]``) into a table.
+
+    Attributes are query-independent: :meth:`rankeval.Qrels.with_docinfo` gives them to every
+    qrels line of the document. Comments, blank lines, compression and ``-`` work as in qrels;
+    a line with a docno and no attribute is allowed (it gives the document no attribute).
+
+    Columns: ``doc_id`` (string), ``line`` (int64, 1-based line number) and one string column
+    per attribute key (null where a line does not give it).
+
+    Raises:
+        InputError: naming the file, line and column of the first bad line: a field that is
+            not ``key=value``, a key given twice on a line, a reserved key (``query_id``,
+            ``iteration``, ``doc_id``, ``relevance``, ``line``), or a docno given on two lines
+            (naming both).
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    lines = _split_lines(read_bytes(source), source_name(source))
+    doc = lines.column(0)
+    columns: dict[str, pa.Array] = {"doc_id": doc, "line": pa.array(lines.line, pa.int64())}
+    if len(doc):
+        code = np.asarray(_dict(doc).indices)
+        order = np.argsort(code, kind="stable")
+        later = order[1:][code[order][1:] == code[order][:-1]]  # every line but a docno's first
+        if later.size:
+            row = int(later.min())
+            first = int(np.flatnonzero(code == code[row])[0])
             raise lines.fail(
-                int(parent[i]),
-                f"expected key=value attribute after the relevance, found {flat[i].as_py()!r}",
-                field_no(i),
+                row,
+                f"document {doc[row].as_py()!r} given twice (first on line {int(lines.line[first])}); "
+                "expected one line per document",
+                0,
             )
-        parts = pc.split_pattern(flat, "=", max_splits=1)
-        keys = pc.list_element(parts, 0)
-        values = pc.list_element(parts, 1)
-        reserved = set(columns)
-        for key in pc.unique(keys).to_pylist():
-            mask = pc.equal(keys, key).to_numpy(zero_copy_only=False)
-            rows = parent[mask]
-            if key in reserved:
-                i = int(np.flatnonzero(mask)[0])
-                raise lines.fail(int(parent[i]), f"attribute name {key!r} is reserved", field_no(i))
-            dup = np.flatnonzero(np.diff(rows) == 0)
-            if dup.size:
-                i = int(np.flatnonzero(mask)[dup[0] + 1])
-                raise lines.fail(int(parent[i]), f"attribute {key!r} given twice on one line", field_no(i))
-            # scatter this key's values onto their lines (null elsewhere), all in pyarrow
-            index = np.full(len(lines.line), -1, dtype=np.int64)
-            index[rows] = np.arange(len(rows))
-            columns[key] = values.filter(pa.array(mask)).take(pa.array(index, mask=index < 0))
+    columns.update(_attributes(lines, 1, "after the docno", reserved=set(RESERVED)))
     return pa.table(columns)

@@ -14,10 +14,11 @@ not always optimal. ``CS-DCG-neg@k`` is 1 for a query whose CS-DCG@k is below 0 
 was worse than not searching"), so its mean is the share of such queries.
 
 The sensitivity grade ``s`` of a document is its ``sens=`` attribute in the qrels (the
-maximum over assessors' lines; 0 without one). Everything is computed for all queries at
-once: the run's value from the judged rows in the top k, the bounds by a dynamic programme
-whose only loop is over candidate positions (at most k per distinct gain, and per distinct
-sensitivity grade, of a query), vectorised over queries.
+maximum over assessors' lines; 0 without one), which may come from a side file of document
+attributes (:meth:`rankeval.Qrels.with_docinfo`, ``--docinfo``). Everything is computed for
+all queries at once: the run's value from the judged rows in the top k, the bounds by a
+dynamic programme whose only loop is over candidate positions (at most k per distinct gain,
+and per distinct sensitivity grade, of a query), vectorised over queries.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from rankeval import Measure, hookimpl, param
 from rankeval.errors import InputError, RankevalWarning
 
 if TYPE_CHECKING:
+    from rankeval.data import Qrels
     from rankeval.ranked import RankedLists
 
 SAYED_OARD = (
@@ -325,9 +327,9 @@ def _sensitive(data: RankedLists) -> tuple[Any, np.ndarray]:
     table = data.qrels.table
     out: tuple[Any, np.ndarray] = (pa.array([], pa.string()), np.zeros(0))
     if "sens" in table.column_names:
-        text = table.column("sens")
-        given = table.filter(text.is_valid())
-        values = _parse_sens(given, data.qrels.source)
+        valid = table.column("sens").is_valid()
+        given = table.filter(valid)
+        values = _parse_sens(given, data.qrels, np.flatnonzero(valid.to_numpy(zero_copy_only=False)))
         positive = values > 0
         if positive.any():
             given = given.filter(pa.array(positive))
@@ -341,8 +343,10 @@ def _sensitive(data: RankedLists) -> tuple[Any, np.ndarray]:
     return out
 
 
-def _parse_sens(given: Any, source: str) -> np.ndarray:
-    """The ``sens=`` values of the qrels lines that give one, as non-negative floats."""
+def _parse_sens(given: Any, qrels: Qrels, rows: np.ndarray) -> np.ndarray:
+    """The ``sens=`` values of the qrels lines that give one (rows *rows* of the qrels
+    table), as non-negative floats; a bad one is named by the file and line it came from
+    (the qrels, or a side file of document attributes)."""
     import pyarrow.compute as pc
 
     text = given.column("sens")
@@ -353,11 +357,11 @@ def _parse_sens(given: Any, source: str) -> np.ndarray:
     bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
     if len(bad):
         i = int(bad[0])
-        line = int(given.column("line")[i].as_py())
+        source, line = qrels.attribute_origin("sens", int(rows[i]))
         raise InputError(
             f"expected a non-negative number for sens= (the sensitivity grade), found {text[i].as_py()!r}",
             source=source,
-            line=line or None,
+            line=line,
         )
     return values  # type: ignore[no-any-return]
 

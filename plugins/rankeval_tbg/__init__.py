@@ -94,10 +94,9 @@ def _items(data: RankedLists, smax: float) -> _Items:
             values = pc.cast(text.filter(text.is_valid()), "float64").to_numpy()
         except Exception:
             bad = next(i for i, ok in enumerate(has) if ok and not _is_number(text[i].as_py()))
+            source, line = data.qrels.attribute_origin("cost", bad)  # the qrels or --docinfo
             raise InputError(
-                f"expected a number for cost=, found {text[bad].as_py()!r}",
-                source=data.qrels.source,
-                line=int(table.column("line")[bad].as_py()) or None,
+                f"expected a number for cost=, found {text[bad].as_py()!r}", source=source, line=line
             ) from None
         cost[index[has]] = values
     items = _Items(stop, cost)

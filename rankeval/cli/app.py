@@ -168,6 +168,16 @@ def evaluate_cmd(
             "(the default with --compat clef, as the CLEF evaluator) or max.",
         ),
     ] = None,
+    docinfo: Annotated[
+        str | None,
+        typer.Option(
+            "--docinfo",
+            metavar="FILE",
+            help="Side file of document attributes, lines 'docno key=value ...' (e.g. sens=1 for "
+            "CS-DCG, cost=120 for TBG): given to every qrels line of the document, in every query; "
+            "an attribute on the qrels lines of a judgment wins.",
+        ),
+    ] = None,
     compat: Annotated[
         str,
         typer.Option(
@@ -200,6 +210,8 @@ def evaluate_cmd(
         from rankeval.engine import as_runs, evaluate_results
 
         qrels_obj = Qrels.read(qrels)
+        if docinfo is not None:
+            qrels_obj = qrels_obj.with_docinfo(docinfo)
         run_objs = as_runs([Run.read(r) for r in runs])
         with _warnings_to_stderr():
             results = evaluate_results(
