@@ -103,6 +103,46 @@ class Qrels:
         out._origins = origins
         return out
 
+    def number_attribute(self, key: str, what: str = "", minimum: float | None = None) -> np.ndarray:
+        """Attribute *key* of each row of :attr:`table` as float64 (NaN where a line does not
+        give it), for measures that read numbers such as ``cost=`` or ``sens=``.
+
+        Raises:
+            InputError: for a value that is not a finite number (or is below *minimum*),
+                naming the file and line it came from (the qrels or a ``--docinfo`` file).
+        """
+        import numpy as np
+        import pyarrow.compute as pc
+
+        if key not in self.table.column_names:
+            return np.full(self.table.num_rows, np.nan)
+        text = self.table.column(key)
+        try:
+            values = pc.cast(text, "float64").to_numpy(zero_copy_only=False)
+            given = text.is_valid().to_numpy(zero_copy_only=False)
+            ok = np.isfinite(values) | ~given
+        except Exception:  # some value is not a number: find it (a Python loop, error path only)
+            strings = text.to_pylist()
+            values, ok = np.full(len(strings), np.nan), np.ones(len(strings), dtype=bool)
+            for i, t in enumerate(strings):
+                if t is not None:
+                    try:
+                        values[i] = float(t)
+                    except ValueError:
+                        ok[i] = False
+            ok &= np.isfinite(values) | np.array([t is None for t in strings])
+        if minimum is not None:
+            ok &= ~(values < minimum)
+        if not ok.all():
+            i = int(np.flatnonzero(~ok)[0])
+            source, line = self.attribute_origin(key, i)
+            kind = "a non-negative number" if minimum == 0 else "a number"
+            about = f" ({what})" if what else ""
+            raise InputError(
+                f"expected {kind} for {key}={about}, found {text[i].as_py()!r}", source=source, line=line
+            )
+        return values  # type: ignore[no-any-return]
+
     def attribute_origin(self, key: str, row: int) -> tuple[str, int | None]:
         """File name and 1-based line number where attribute *key* of table row *row* was
         given: the side file's line for a value from :meth:`with_docinfo`, else the qrels

@@ -31,10 +31,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 
 from rankeval import Measure, hookimpl, param
-from rankeval.errors import InputError, RankevalWarning
+from rankeval.errors import RankevalWarning
 
 if TYPE_CHECKING:
-    from rankeval.data import Qrels
     from rankeval.ranked import RankedLists
 
 SAYED_OARD = (
@@ -307,89 +306,25 @@ def _greedy(
 
 
 # ------------------------------------------------------------------------------ inputs
-def _keys(qids: Any, docs: Any) -> Any:
-    """``query\\x1fdoc`` join keys (pyarrow strings)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    return pc.binary_join_element_wise(pc.cast(qids, pa.string()), pc.cast(docs, pa.string()), "\x1f")
-
-
-def _sensitive(data: RankedLists) -> tuple[Any, np.ndarray]:
-    """(keys, grades) of the (query, doc) pairs whose ``sens=`` is above 0, the grade being
-    the maximum over the pair's qrels lines (cached on *data*)."""
-    key = "csdcg-sensitive"
-    if key in data._cache:
-        return data._cache[key]  # type: ignore[no-any-return]
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    table = data.qrels.table
-    out: tuple[Any, np.ndarray] = (pa.array([], pa.string()), np.zeros(0))
-    if "sens" in table.column_names:
-        valid = table.column("sens").is_valid()
-        given = table.filter(valid)
-        values = _parse_sens(given, data.qrels, np.flatnonzero(valid.to_numpy(zero_copy_only=False)))
-        positive = values > 0
-        if positive.any():
-            given = given.filter(pa.array(positive))
-            keys = _keys(given.column("query_id"), given.column("doc_id"))
-            unique = pc.unique(keys)
-            index = pc.index_in(keys, value_set=unique).to_numpy(zero_copy_only=False).astype(np.int64)
-            grade = np.zeros(len(unique))
-            np.maximum.at(grade, index, values[positive])
-            out = (unique, grade)
-    data._cache[key] = out
-    return out
+def _grades(data: RankedLists) -> np.ndarray:
+    """Sensitivity grade of every item (see ``Alignment.num_items``): the maximum of its
+    qrels lines' ``sens=`` (0 where none is given); cached on the alignment."""
+    alignment = data.alignment
+    assert alignment is not None
+    key = "csdcg-grades"
+    if key not in alignment.cache:
+        values = data.qrels.number_attribute("sens", "the sensitivity grade", minimum=0)
+        has = ~np.isnan(values)
+        grade = np.zeros(alignment.num_items)
+        np.maximum.at(grade, alignment.qrels_item[has], values[has])
+        alignment.cache[key] = grade
+    return alignment.cache[key]  # type: ignore[no-any-return]
 
 
-def _parse_sens(given: Any, qrels: Qrels, rows: np.ndarray) -> np.ndarray:
-    """The ``sens=`` values of the qrels lines that give one (rows *rows* of the qrels
-    table), as non-negative floats; a bad one is named by the file and line it came from
-    (the qrels, or a side file of document attributes)."""
-    import pyarrow.compute as pc
-
-    text = given.column("sens")
-    try:
-        values = pc.cast(text, "float64").to_numpy(zero_copy_only=False)
-    except Exception:  # not a number somewhere (only then a loop over the lines, in Python)
-        values = np.array([float(t) if _is_number(t) else np.nan for t in text.to_pylist()])
-    bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
-    if len(bad):
-        i = int(bad[0])
-        source, line = qrels.attribute_origin("sens", int(rows[i]))
-        raise InputError(
-            f"expected a non-negative number for sens= (the sensitivity grade), found {text[i].as_py()!r}",
-            source=source,
-            line=line,
-        )
-    return values  # type: ignore[no-any-return]
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _sens_of(data: RankedLists, qids: Any, docs: Any) -> np.ndarray:
-    """Sensitivity grade of each (query id, doc id) pair (0 where none is given)."""
-    import pyarrow.compute as pc
-
-    keys, grade = _sensitive(data)
-    if len(grade) == 0 or len(docs) == 0:
-        return np.zeros(len(docs))
-    idx = pc.index_in(_keys(qids, docs), value_set=keys).to_numpy(zero_copy_only=False)
-    found = ~np.isnan(idx.astype(np.float64))
-    return np.where(found, grade[np.where(found, idx, 0).astype(np.int64)], 0.0)
-
-
-def _query_id_array(data: RankedLists, query: np.ndarray) -> Any:
-    import pyarrow as pa
-
-    return pa.array(data.query_ids.tolist(), pa.string()).take(pa.array(query))
+def _sens_of(data: RankedLists, items: np.ndarray) -> np.ndarray:
+    """Sensitivity grade of each of *items* (0 for -1: a doc judged nowhere)."""
+    grade = _grades(data)
+    return np.where(items >= 0, grade[np.maximum(items, 0)], 0.0) if len(grade) else np.zeros(len(items))
 
 
 # ------------------------------------------------------------------------------ measures
@@ -422,15 +357,11 @@ class _CostSensitive(Measure):
         rows have gain 0 and sensitivity 0)."""
         key = ("csdcg-value", self.k, self.gain, self.cost)
         if key not in data._cache:
-            import pyarrow as pa
-            import pyarrow.compute as pc
-
             rows = data.judged_rows()
             rank = data.rank_of(rows)
             top = rank < self.cutoff
             rows, rank = rows[top], rank[top]
-            docs = pc.take(data.run_doc_ids, pa.array(data.rows[rows]))
-            sens = _sens_of(data, _query_id_array(data, data.query[rows]), docs)
+            sens = _sens_of(data, data.row_items()[rows])
             value = (
                 gain_of(data.judged_row_relevance[top], self.gain) / np.log2(rank + 2.0) - self.cost * sens
             )
@@ -442,7 +373,8 @@ class _CostSensitive(Measure):
         key = ("csdcg-bounds", method, self.k, self.gain, self.cost)
         if key not in data._cache:
             jq = data.judged_query()
-            sens = _sens_of(data, _query_id_array(data, jq), data.judged_doc_ids)
+            assert data.judged_items is not None
+            sens = _sens_of(data, data.judged_items)
             gain = gain_of(data.judged_relevance, self.gain)
             solve = exact_bounds if method == "exact" else greedy_bounds
             data._cache[key] = solve(jq, gain, sens, data.num_queries, self.cutoff, self.cost)

@@ -70,8 +70,6 @@ def _items(data: RankedLists, smax: float) -> _Items:
     key = ("tbg-items", smax)
     if key in alignment.cache:
         return alignment.cache[key]  # type: ignore[no-any-return]
-    import pyarrow.compute as pc
-
     table = data.qrels.table
     index = alignment.qrels_item
     n = alignment.num_items
@@ -87,29 +85,12 @@ def _items(data: RankedLists, smax: float) -> _Items:
     first_share[index] = share
     stop[single] = first_share[single]
     cost = np.full(n, np.nan)
-    if "cost" in table.column_names:
-        text = table.column("cost")
-        has = text.is_valid().to_numpy(zero_copy_only=False)
-        try:
-            values = pc.cast(text.filter(text.is_valid()), "float64").to_numpy()
-        except Exception:
-            bad = next(i for i, ok in enumerate(has) if ok and not _is_number(text[i].as_py()))
-            source, line = data.qrels.attribute_origin("cost", bad)  # the qrels or --docinfo
-            raise InputError(
-                f"expected a number for cost=, found {text[bad].as_py()!r}", source=source, line=line
-            ) from None
-        cost[index[has]] = values
+    given = data.qrels.number_attribute("cost")  # NaN where not given
+    has = ~np.isnan(given)
+    cost[index[has]] = given[has]
     items = _Items(stop, cost)
     alignment.cache[key] = items
     return items
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 # ------------------------------------------------------------------------------ measures
