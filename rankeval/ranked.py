@@ -529,7 +529,10 @@ class Alignment:
         nd = max(len(ud), 1)
         qkey = qq * nd + _np(pc.index_in(q_doc, value_set=ud))
         r_d = _np(pc.fill_null(pc.index_in(r_doc, value_set=ud), -1)).astype(np.int64)
-        rkey = np.where(r_d >= 0, self._r_q * np.int64(nd) + r_d, -1)
+        rkey = self._r_q.astype(np.int64)  # in place from here: these arrays are run-sized
+        rkey *= nd
+        rkey += r_d
+        rkey[r_d < 0] = -1
         del r_d
         index = _KeyIndex(np.concatenate([qkey, rkey[rkey >= 0]]) if nested else qkey, len(uq) * nd)
         u_key = index.keys
@@ -794,10 +797,14 @@ class _KeyIndex:
         """Code of each of *keys* (-1 where absent; negative keys are absent)."""
         ok = keys >= 0
         if self._dense:
-            return np.where(ok, self._table[np.where(ok, keys, 0)], -1).astype(np.int64)
-        pos = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
-        hit = ok & (self.keys[pos] == keys) if len(self.keys) else np.zeros(len(keys), bool)
-        return np.where(hit, pos, -1)
+            out = self._table[np.where(ok, keys, 0)]
+        else:
+            out = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
+            if len(self.keys):
+                ok &= self.keys[out] == keys
+            out = out.astype(_index_type(len(self.keys)))
+        out[~ok] = -1
+        return out
 
 
 def _chunks(arr: Any) -> list[Any]:
