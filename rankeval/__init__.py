@@ -4,6 +4,7 @@ Public API::
 
     import rankeval
     df = rankeval.evaluate("qrels.txt", "run.txt", ["AP", "nDCG@10"])
+    cmp = rankeval.compare("qrels.txt", ["base.txt", "new.txt"], ["AP", "nDCG@10"], test="randomization")
 """
 
 from __future__ import annotations
@@ -17,27 +18,33 @@ from rankeval.measure import Duration, Measure, param
 __version__ = "0.1.0"
 
 __all__ = [
+    "Comparison",
     "Duration",
     "InputError",
     "Measure",
     "PluginError",
     "Qrels",
+    "RandomBaseline",
     "RankevalError",
     "Run",
     "SpecError",
     "UsageError",
     "__version__",
+    "compare",
     "evaluate",
     "hookimpl",
     "load_registry",
     "param",
     "parse_measure",
+    "random_baseline",
 ]
 
 if TYPE_CHECKING:
+    from rankeval.comparison import Comparison, compare
     from rankeval.data import Qrels, Run
     from rankeval.engine import evaluate
     from rankeval.plugins import load_registry
+    from rankeval.random_ranking import RandomBaseline, random_baseline
 
 
 def parse_measure(spec: str) -> Measure:
@@ -53,6 +60,14 @@ def __getattr__(name: str) -> Any:
         from rankeval.engine import evaluate
 
         return evaluate
+    if name in ("compare", "Comparison"):
+        from rankeval import comparison
+
+        return getattr(comparison, name)
+    if name in ("random_baseline", "RandomBaseline"):
+        from rankeval import random_ranking
+
+        return getattr(random_ranking, name)
     if name in ("Qrels", "Run"):
         from rankeval import data
 

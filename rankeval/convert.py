@@ -18,7 +18,7 @@ from rankeval import htbg_json
 from rankeval.data import Qrels, Run
 from rankeval.errors import InputError
 
-__all__ = ["json_to_trec", "trec_to_json"]
+__all__ = ["json_to_trec", "to_parquet", "trec_to_json"]
 
 
 def _num(x: float) -> str:
@@ -96,3 +96,38 @@ def trec_to_json(qrels: str | Path, run: str | Path, sep: str = "/") -> tuple[st
 
 def _plain(x: float) -> int | float:
     return int(x) if float(x).is_integer() else float(x)
+
+
+def to_parquet(qrels_in: str | Path, run_in: str | Path, qrels_out: str | Path, run_out: str | Path) -> None:
+    """Write the qrels as one Parquet file and the run (a TREC file, or a glob of them) as a
+    directory of Parquet files, read block by block with Dask (no cluster needed), for the
+    Dask engine (``--engine dask``). Each row keeps its source line number (column
+    ``line``; ``file`` numbers the input files) for messages and for the file order."""
+    import os
+    import shutil
+    import tempfile
+
+    import pyarrow.parquet as pq
+
+    from rankeval.distributed import DaskOptions, read_run_frame
+
+    qrels = Qrels.read(qrels_in)
+    qrels_out, run_out = Path(qrels_out), Path(run_out)
+    fd, tmp = tempfile.mkstemp(dir=qrels_out.parent or ".", prefix=f".{qrels_out.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        pq.write_table(qrels.table, tmp)
+        frame = read_run_frame(run_in, DaskOptions())
+        tmp_dir = tempfile.mkdtemp(dir=run_out.parent or ".", prefix=f".{run_out.name}.")
+        try:
+            frame.to_parquet(tmp_dir, write_index=False, compute_kwargs={"scheduler": "threads"})
+            if run_out.exists():
+                shutil.rmtree(run_out) if run_out.is_dir() else run_out.unlink()
+            os.replace(tmp_dir, run_out)
+        except BaseException:
+            shutil.rmtree(tmp_dir, ignore_errors=True)
+            raise
+        os.replace(tmp, qrels_out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

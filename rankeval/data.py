@@ -161,6 +161,16 @@ class Qrels:
         """
         if str(source) != "-" and not Path(source).exists() and _looks_like_dataset_id(str(source)):
             return cls.from_ir_datasets(str(source))
+        if str(source).endswith(".parquet"):  # written by `rankeval convert --to parquet`
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(source)
+            missing = {"query_id", "iteration", "doc_id", "relevance", "line"} - set(table.column_names)
+            if missing:
+                raise InputError(
+                    f"not a rankeval qrels Parquet file: no column(s) {sorted(missing)}", source=str(source)
+                )
+            return cls(table, io.source_name(source))
         if htbg_json.is_json(source):
             import pyarrow as pa
 

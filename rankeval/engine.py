@@ -23,7 +23,10 @@ from rankeval.ranked import Alignment, RankedLists
 if TYPE_CHECKING:
     import pandas as pd
 
+    from rankeval.distributed import DaskOptions
     from rankeval.registry import Registry
+
+ENGINES = ("local", "dask")
 
 __all__ = ["ALL", "Results", "as_runs", "evaluate", "evaluate_results", "resolve_measures"]
 
@@ -120,6 +123,8 @@ def evaluate(
     on_duplicate: str = "error",
     compat: str | None = None,
     docinfo: str | Path | None = None,
+    engine: str = "local",
+    dask: DaskOptions | None = None,
     registry: Registry | None = None,
 ) -> pd.DataFrame:
     """Evaluate runs against qrels.
@@ -144,6 +149,11 @@ def evaluate(
             ``sens=1`` for CS-DCG or ``cost=120`` for TBG), given to every qrels line of the
             document in every query; an attribute a judgment gives on its qrels lines wins
             (:meth:`~rankeval.Qrels.with_docinfo`).
+        engine: ``"local"`` (this process) or ``"dask"``: the same evaluation partitioned by
+            query over a Dask cluster, with identical results (:mod:`rankeval.distributed`);
+            run paths may then be globs of TREC files or Parquet.
+        dask: options of the Dask engine (scheduler address, local workers, memory limit,
+            block size); default :class:`~rankeval.distributed.DaskOptions`.
         registry: measure registry to resolve specs with (default: all installed plugins).
 
     Returns:
@@ -161,6 +171,8 @@ def evaluate(
         on_duplicate=on_duplicate,
         compat=compat,
         docinfo=docinfo,
+        engine=engine,
+        dask=dask,
         registry=registry,
     ).to_frame()
 
@@ -183,6 +195,16 @@ class Results:
     value: list[np.ndarray] = field(default_factory=list)
     integer_measures: set[str] = field(default_factory=set)
     whole_measures: set[str] = field(default_factory=set)
+
+    def add(
+        self, run: str, measure: str, query_ids: np.ndarray, values: np.ndarray, aggregate: float
+    ) -> None:
+        """Append one run's and measure's per-query rows and its ``all`` row."""
+        n = len(query_ids)
+        self.run.append(np.full(n + 1, run, dtype=object))
+        self.query_id.append(np.concatenate([query_ids.astype(object), np.array([ALL], dtype=object)]))
+        self.measure.append(np.full(n + 1, measure, dtype=object))
+        self.value.append(np.concatenate([values.astype(np.float64), [aggregate]]))
 
     def columns(self) -> dict[str, np.ndarray]:
         """The four columns, concatenated."""
@@ -218,9 +240,13 @@ def evaluate_results(
     on_duplicate: str = "error",
     compat: str | None = None,
     docinfo: str | Path | None = None,
+    engine: str = "local",
+    dask: DaskOptions | None = None,
     registry: Registry | None = None,
 ) -> Results:
     """:func:`evaluate` without pandas: the same rows as plain arrays (used by the CLI)."""
+    if engine not in ENGINES:
+        raise UsageError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     measure_list = resolve_measures(measures, registry)
     if max_docs is not None and max_docs < 1:
         raise UsageError("max_docs must be a positive integer")
@@ -232,16 +258,49 @@ def evaluate_results(
         integer_measures={str(m) for m in measure_list if m.integer},
         whole_measures={str(m) for m in measure_list if m.whole and not m.integer},
     )
+    if engine == "dask":
+        from rankeval.distributed import DaskOptions, evaluate_partitioned
+
+        per_run = evaluate_partitioned(
+            qrels_obj,
+            _dask_runs(runs),
+            computed,
+            dask or DaskOptions(),
+            missing_zero=missing_zero,
+            nest_sep=nest_sep,
+            max_docs=max_docs,
+            on_duplicate=on_duplicate,
+        )
+        for name, results in per_run:
+            for measure, (query_ids, values, agg) in zip(measure_list, results, strict=True):
+                out.add(name, str(measure), query_ids, values, agg)
+        return out
     for run in as_runs(runs):
         alignment = Alignment(qrels_obj, run, nest_sep=nest_sep, max_docs=max_docs, on_duplicate=on_duplicate)
         for measure, as_computed in zip(measure_list, computed, strict=True):
             view, query_ids, values, index = _per_query(alignment, as_computed, missing_zero)
-            agg = as_computed.aggregate_lists(view, values, index)
-            n = len(query_ids)
-            out.run.append(np.full(n + 1, run.name, dtype=object))
-            out.query_id.append(np.concatenate([query_ids.astype(object), np.array([ALL], dtype=object)]))
-            out.measure.append(np.full(n + 1, str(measure), dtype=object))
-            out.value.append(np.concatenate([values.astype(np.float64), [agg]]))
+            out.add(
+                run.name, str(measure), query_ids, values, as_computed.aggregate_lists(view, values, index)
+            )
+    return out
+
+
+def _dask_runs(runs: Any) -> list[tuple[str | Path, Run | None]]:
+    """Runs for the Dask engine: files (and globs) of TREC text or Parquet are read by Dask;
+    anything else (JSON, DataFrames, dicts, Run objects) is read here first."""
+    from rankeval import htbg_json
+
+    items = list(runs) if isinstance(runs, Sequence) and not isinstance(runs, str) else [runs]
+    out: list[tuple[str | Path, Run | None]] = []
+    for item in items:
+        if isinstance(item, (str, Path)) and str(item) != "-" and not htbg_json.is_json(item):
+            out.append((item, None))
+        else:
+            for run in as_runs(item):
+                out.append((run.name, run))
+    names = [Path(str(s)).name if r is None else s for s, r in out]
+    if len(set(names)) != len(names):
+        raise UsageError("several runs have the same name; give unique names")
     return out
 
 
@@ -270,12 +329,14 @@ def _with_compat(measures: list[Measure], compat: str | None) -> list[Measure]:
 
 
 def _per_query(
-    alignment: Alignment, measure: Measure, missing_zero: bool
+    alignment: Alignment, measure: Measure, missing_zero: bool, require_level: bool = True
 ) -> tuple[RankedLists, np.ndarray, np.ndarray, np.ndarray]:
     """(ranked lists, query ids, values, index of each value's query in the lists'
-    ``outer_ids``) of one measure on one aligned run, missing-query rule applied."""
+    ``outer_ids``) of one measure on one aligned run, missing-query rule applied.
+    *require_level*: a measure of nested items finding none is an error (the Dask engine
+    checks that over all partitions instead)."""
     view = alignment.view(measure.view_level())
-    if view.level > 1 and view.num_queries == 0:
+    if view.level > 1 and view.num_queries == 0 and require_level:
         raise UsageError(
             f"{measure} ranks nested items (level={view.level}), but no judged item of that level "
             f"was found: nested ids look like PARENT{alignment.sep}CHILD, where PARENT is itself an "

@@ -51,6 +51,13 @@ def source_name(source: str | Path) -> str:
     return "<stdin>" if str(source) == "-" else str(source)
 
 
+def is_compressed(path: str | Path) -> bool:
+    """Whether the file at *path* starts with gzip, bz2 or xz magic bytes."""
+    with Path(path).open("rb") as fh:
+        head = fh.read(8)
+    return any(head.startswith(m) for m in _MAGIC)
+
+
 def read_bytes(source: str | Path) -> bytes:
     """Whole file as bytes: stdin for ``-``; gzip, bz2 and xz decompressed by magic bytes."""
     name = source_name(source)
@@ -132,7 +139,16 @@ def _field_column(text: str, field: int) -> int:
     return n + 1
 
 
-def _split_lines(data: bytes, name: str) -> _Lines:
+def _split_lines(data: bytes, name: str, first_line: int = 1) -> _Lines:
+    """The content lines of *data* split on whitespace; *first_line* is the line number of
+    its first line (a block of a larger file)."""
+    lines = _split_content_lines(data, name)
+    if first_line != 1:
+        lines.line = lines.line + (first_line - 1)
+    return lines
+
+
+def _split_content_lines(data: bytes, name: str) -> _Lines:
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -414,15 +430,25 @@ def read_run_table(source: str | Path) -> tuple[pa.Table, np.ndarray | None]:
     Raises:
         InputError: naming the file, line and column of the first bad line.
     """
-    import pyarrow as pa
-
     if str(source) != "-":
         path = Path(source)
         if path.is_file() and path.stat().st_size > 0:
             table = _run_fast(path)
             if table is not None:
                 return table, None
-    lines = _split_lines(read_bytes(source), source_name(source))
+    return parse_run(read_bytes(source), source_name(source))
+
+
+def parse_run(data: bytes, name: str, first_line: int = 1) -> tuple[pa.Table, np.ndarray]:
+    """Parse TREC run text (the general path of :func:`read_run_table`); *first_line* is the
+    line number of the first line of *data* (a block of a larger file).
+
+    Returns:
+        The table and the line number of each row.
+    """
+    import pyarrow as pa
+
+    lines = _split_lines(data, name, first_line)
     _need_columns(lines, 6, "query_id Q0 doc_id rank score tag")
     score = _to_float(lines, 4, "the score (column 5)")
     table = pa.table(
@@ -448,9 +474,15 @@ def read_qrels_table(source: str | Path) -> pa.Table:
     Raises:
         InputError: naming the file, line and column of the first bad line.
     """
+    return parse_qrels(read_bytes(source), source_name(source))
+
+
+def parse_qrels(data: bytes, name: str, first_line: int = 1) -> pa.Table:
+    """Parse TREC qrels text (see :func:`read_qrels_table`); *first_line* is the line number
+    of the first line of *data*."""
     import pyarrow as pa
 
-    lines = _split_lines(read_bytes(source), source_name(source))
+    lines = _split_lines(data, name, first_line)
     _need_columns(lines, 4, "query_id iteration doc_id relevance")
     rel = _to_float(lines, 3, "the relevance (column 4)")
     columns: dict[str, pa.Array] = {

@@ -126,12 +126,15 @@ class Measure:
             return math.nan
         return float(np.sum(values)) if self.integer else float(np.mean(values))
 
-    def aggregate_lists(self, data: RankedLists, values: np.ndarray, queries: np.ndarray) -> float:
-        """Summary over queries when it needs more than the per-query values (default:
-        :meth:`aggregate` of *values*).
+    def aggregate_parts(
+        self, data: RankedLists, values: np.ndarray, queries: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """Per-query numbers the aggregate needs beyond the values (default: none).
 
-        Override it for a summary such as recall pooled over queries (Σ found / Σ R), or one
-        that averages other numbers than those printed per query.
+        Override it, with :meth:`aggregate_from_parts`, for a summary such as recall pooled
+        over queries (Σ found / Σ R). Each array has one entry per value; the engines gather
+        them over all queries (over all partitions, with the Dask engine) before calling
+        :meth:`aggregate_from_parts`, so the summary is exact however the queries were split.
 
         Args:
             data: the ranked lists the values were computed from.
@@ -139,7 +142,21 @@ class Measure:
             queries: for each of *values*, the index of its query in ``data.outer_ids``
                 (``data.query_ids`` at nesting level 1).
         """
+        return {}
+
+    def aggregate_from_parts(
+        self, query_ids: np.ndarray, values: np.ndarray, parts: dict[str, np.ndarray]
+    ) -> float:
+        """Summary over queries from their ids, values and :meth:`aggregate_parts` (default:
+        :meth:`aggregate` of *values*)."""
         return self.aggregate(values)
+
+    def aggregate_lists(self, data: RankedLists, values: np.ndarray, queries: np.ndarray) -> float:
+        """Summary over the queries of one set of ranked lists (the local engine's path):
+        :meth:`aggregate_from_parts` of :meth:`aggregate_parts`."""
+        return self.aggregate_from_parts(
+            data.outer_ids[queries], values, self.aggregate_parts(data, values, queries)
+        )
 
     def view_level(self) -> int:
         """Nesting level whose ranked lists this measure reads (its ``level`` parameter if it

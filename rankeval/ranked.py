@@ -462,6 +462,9 @@ class Alignment:
         max_docs: evaluate only the top *max_docs* rows of each query (trec_eval ``-M``).
         on_duplicate: what to do with a (query, doc) pair given twice: ``error`` (default,
             as trec_eval), ``first`` or ``max`` (see :func:`check_duplicates`).
+        nested: treat the collection as nested even if these ids show no nesting. The Dask
+            engine sets it for the partitions of a nested collection, since a measure such
+            as hTBG treats an item without children differently in a nested collection.
 
     Attributes:
         num_items: number of items: distinct (query, doc) pairs of the qrels (and, in a
@@ -481,6 +484,7 @@ class Alignment:
         nest_sep: str | None = "/",
         max_docs: int | None = None,
         on_duplicate: str = "error",
+        nested: bool = False,
     ) -> None:
         self.qrels = qrels
         if on_duplicate not in DUPLICATE_POLICIES:
@@ -492,10 +496,10 @@ class Alignment:
         self.cache: dict[Any, Any] = {}
         self.run = check_duplicates(run, on_duplicate)
         self.sep = nest_sep or "/"
-        self._number(nest_sep)
+        self._number(nest_sep, nested)
 
     # -- items --------------------------------------------------------------------------
-    def _number(self, sep: str | None) -> None:
+    def _number(self, sep: str | None, force_nested: bool = False) -> None:
         """Number the items: each distinct (query, doc) pair of the qrels (and, in a nested
         collection, of the run) gets an int code; the judged items carry the maximum
         relevance over assessors; in a nested collection each item is linked to its parent.
@@ -517,7 +521,9 @@ class Alignment:
         r_doc = self.run.table.column("doc_id")  # may stay chunked (large runs)
         self._r_doc = r_doc
         self._r_score = _np(self.run.table.column("score")).astype(np.float64, copy=False)
-        nested = bool(sep) and (_contains(q_doc, sep) or _contains(r_doc, sep))  # type: ignore[arg-type]
+        nested = bool(sep) and (
+            force_nested or _contains(q_doc, sep) or _contains(r_doc, sep)  # type: ignore[arg-type]
+        )
 
         uq = pc.unique(pa.concat_arrays([q_qid, r_dict]))
         self._uq = uq
@@ -580,7 +586,7 @@ class Alignment:
             on = cur >= 0
             self._depth[on] += 1
             cur[on] = self._u_parent[cur[on]]
-        self.nested = bool(self._depth.max() > 0)
+        self.nested = force_nested or bool(self._depth.max() > 0)
         if self._excluded is not None:  # children of an excluded item are excluded too
             for _ in range(int(self._depth.max())):
                 has_parent = self._u_parent >= 0

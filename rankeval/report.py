@@ -206,14 +206,19 @@ def _table(
     return "\n".join(lines) + "\n"
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write *text* to *path* via a temporary file and a rename: all or nothing."""
+def write_atomic(path: str | Path, text: str | bytes) -> None:
+    """Write *text* (or bytes, e.g. an image) to *path* via a temporary file and a rename:
+    all or nothing."""
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        if isinstance(text, bytes):
+            with os.fdopen(fd, "wb") as fb:
+                fb.write(text)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -72,7 +72,7 @@ __all__ = [
 
 TESTS = ("ttest", "wilcoxon", "bootstrap", "randomization")
 CORRECTIONS = ("none", "bonferroni", "holm", "bh")
-#: elements of one chunk of a resampling matrix (rows × n): 8 MB of int64
+#: elements of one chunk of a resampling matrix (rows x n): 8 MB of int64
 CHUNK = 1 << 20
 #: tolerance (relative to mean |d|) when comparing resampled and observed statistics
 RTOL = 1e-9
@@ -90,10 +90,7 @@ def _rows(d: Any) -> np.ndarray:
 
 
 def _squeeze(like: Any, *arrays: np.ndarray) -> Any:
-    if np.ndim(like) == 1:
-        out = tuple(float(a[0]) for a in arrays)
-    else:
-        out = arrays
+    out: tuple[Any, ...] = tuple(float(a[0]) for a in arrays) if np.ndim(like) == 1 else arrays
     return out if len(out) > 1 else out[0]
 
 
@@ -271,11 +268,11 @@ def bootstrap_p(d: Any, means: np.ndarray) -> np.ndarray:
     observed = x.mean(axis=1)
     shifted = means - observed[:, None]
     count = (np.abs(shifted) >= (np.abs(observed) - _tolerance(x))[:, None]).sum(axis=1)
-    return ((count + 1) / (means.shape[1] + 1)).astype(np.float64)
+    return np.asarray((count + 1) / (means.shape[1] + 1), dtype=np.float64)
 
 
 def percentile_interval(means: np.ndarray, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-    """``(low, high)``: the α/2 and 1 - α/2 quantiles of each row of resampled means
+    """``(low, high)``: the alpha/2 and 1 - alpha/2 quantiles of each row of resampled means
     (:func:`numpy.quantile`, linear interpolation)."""
     low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2], axis=1)
     return low, high
@@ -330,7 +327,7 @@ def adjust(p: Any, method: str = "holm") -> np.ndarray:
 
     * ``bonferroni``: ``min(1, m·p)``;
     * ``holm``: Holm's step-down: sorted ascending, ``max_{j≤i} min(1, (m - j + 1)·p_(j))``;
-    * ``bh``: Benjamini–Hochberg step-up (false discovery rate): sorted ascending,
+    * ``bh``: Benjamini-Hochberg step-up (false discovery rate): sorted ascending,
       ``min_{j≥i} min(1, m·p_(j) / j)``;
     * ``none``: unchanged.
 
@@ -379,7 +376,7 @@ def cohens_d(d: Any) -> Any:
 
 def t_interval(values: Any, alpha: float = 0.05) -> Any:
     """``(low, high)`` t-based confidence interval of the mean of each row:
-    ``mean ± t_{1-α/2, n-1} · sd / √n`` (NaN with fewer than 2 values)."""
+    ``mean ± t_{1-alpha/2, n-1} · sd / √n`` (NaN with fewer than 2 values)."""
     from scipy import stats as sps
 
     x = _rows(values)
@@ -401,8 +398,8 @@ def bootstrap_interval(
     chunk: int | None = None,
     progress: Progress | None = None,
 ) -> Any:
-    """``(low, high)`` bootstrap percentile interval of the mean of each row: the α/2 and
-    1 - α/2 quantiles (:func:`numpy.quantile`, linear interpolation) of the means of
+    """``(low, high)`` bootstrap percentile interval of the mean of each row: the alpha/2 and
+    1 - alpha/2 quantiles (:func:`numpy.quantile`, linear interpolation) of the means of
     *samples* resamples drawn as :func:`bootstrap_indices` draws them."""
     x = _rows(values)
     if x.shape[1] == 0:

@@ -491,46 +491,69 @@ class _Tar(Measure):
         """``(numerator, denominator)`` per topic if the aggregate is pooled over topics."""
         return None
 
-    def aggregate_lists(self, data: RankedLists, values: np.ndarray, queries: np.ndarray) -> float:
+    def aggregate_parts(
+        self, data: RankedLists, values: np.ndarray, queries: np.ndarray
+    ) -> dict[str, np.ndarray]:
         s = screening(data)
-        kept = self._kept(data)
-        ok = ~np.isnan(kept[queries])
-        _warn_skipped(data, s, queries[~ok], self.clef)
-        topics = queries[ok]
+        first = s.first_row[queries]
+        lines = data.run.lines
+        # the topic's place in the run file (its first line), comparable across partitions
+        order = first
+        if lines is not None and len(lines):
+            at = np.minimum(first, len(lines) - 1)
+            order = np.where(first < len(lines), lines[at], np.iinfo(np.int64).max)
+        parts = {
+            "kept": self._kept(data)[queries],
+            "R": s.R[queries].astype(np.float64),
+            "order": order,
+            "run": np.full(len(queries), data.run.name, dtype=object),  # for the warning
+        }
+        pooled = self.pool(s, data)
+        if pooled is not None:
+            parts["num"], parts["den"] = pooled[0][queries], pooled[1][queries]
+        return parts
+
+    def aggregate_from_parts(
+        self, query_ids: np.ndarray, values: np.ndarray, parts: dict[str, np.ndarray]
+    ) -> float:
+        kept = parts["kept"]
+        ok = ~np.isnan(kept)
+        run = str(parts["run"][0]) if len(parts["run"]) else ""
+        _warn_skipped(run, query_ids[~ok], parts["R"][~ok], self.clef)
+        topics = np.flatnonzero(ok)
         if self.clef:  # the evaluator adds the topics up in the order of the run file
-            topics = topics[np.argsort(s.first_row[topics], kind="stable")]
+            topics = topics[np.argsort(parts["order"][topics], kind="stable")]
         count = len(topics)
         if count == 0:
             return float("nan")
-        pooled = self.pool(s, data)
-        if pooled is not None:
-            num, den = (np.cumsum(x[topics])[-1] for x in pooled)
+        pooled = "num" in parts
+        if pooled:
+            num, den = (np.cumsum(parts[x][topics])[-1] for x in ("num", "den"))
             total = (num / count) / (den / count) if self.clef else num / den
         elif self.summed:
             total = float(np.sum(kept[topics]))
         else:  # a sequential sum (np.cumsum), as the evaluator's loop adds
             total = float(np.cumsum(kept[topics])[-1]) / count
         if self.clef:
-            return float(_print_rule(np.array([total]), "gain" if pooled is not None else self.printed)[0])
+            return float(_print_rule(np.array([total]), "gain" if pooled else self.printed)[0])
         return float(total)
 
 
-def _warn_skipped(data: RankedLists, s: Screening, topics: np.ndarray, clef: bool) -> None:
-    if len(topics) == 0:
+def _warn_skipped(run: str, ids: np.ndarray, R: np.ndarray, clef: bool) -> None:
+    """Warn about run *run*'s skipped topics (*ids*, with their relevant documents *R*)."""
+    if len(ids) == 0:
         return
-    zero = topics[s.R[topics] == 0]
-    absent = topics[s.R[topics] > 0]
+    zero = ids[R == 0]
+    absent = ids[R > 0]
     parts = []
     if len(zero):
-        ids = ", ".join(str(x) for x in data.query_ids[zero][:10]) + (", ..." if len(zero) > 10 else "")
-        parts.append(f"{len(zero)} topic(s) without relevant documents (R = 0) skipped: {ids}")
+        names = ", ".join(str(x) for x in zero[:10]) + (", ..." if len(zero) > 10 else "")
+        parts.append(f"{len(zero)} topic(s) without relevant documents (R = 0) skipped: {names}")
     if len(absent) and clef:
-        ids = ", ".join(str(x) for x in data.query_ids[absent][:10]) + (", ..." if len(absent) > 10 else "")
-        parts.append(f"{len(absent)} topic(s) not in the run skipped (as the CLEF evaluator): {ids}")
+        names = ", ".join(str(x) for x in absent[:10]) + (", ..." if len(absent) > 10 else "")
+        parts.append(f"{len(absent)} topic(s) not in the run skipped (as the CLEF evaluator): {names}")
     if parts:
-        warnings.warn(
-            f"run {data.run.name}: TAR measures: " + "; ".join(parts), RankevalWarning, stacklevel=3
-        )
+        warnings.warn(f"run {run}: TAR measures: " + "; ".join(parts), RankevalWarning, stacklevel=3)
 
 
 @dataclass(frozen=True)

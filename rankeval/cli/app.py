@@ -1,4 +1,5 @@
-"""Typer application: commands ``evaluate`` (default), ``measures``, ``plugins``."""
+"""Typer application: commands ``evaluate`` (default), ``measures``, ``plugins``, ``convert``,
+``compare`` (in :mod:`rankeval.cli.compare`)."""
 
 from __future__ import annotations
 
@@ -186,6 +187,28 @@ def evaluate_cmd(
             "(tar_eval_2018.py): its rounding, aggregates and output layout (TAR measures).",
         ),
     ] = "none",
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="local (this process) or dask: partitioned by query over a Dask cluster, same "
+            "results; run arguments may then be globs of TREC files or Parquet.",
+        ),
+    ] = "local",
+    scheduler: Annotated[
+        str | None,
+        typer.Option("--scheduler", metavar="ADDRESS", help="With --engine dask: a running Dask scheduler."),
+    ] = None,
+    workers: Annotated[
+        int,
+        typer.Option("--workers", help="With --engine dask and no --scheduler: local worker processes."),
+    ] = 2,
+    memory_limit: Annotated[
+        str | None,
+        typer.Option(
+            "--memory-limit", help="With --engine dask and no --scheduler: memory per worker, e.g. 2GB."
+        ),
+    ] = None,
 ) -> None:
     """Score runs against qrels (the default command)."""
     from rankeval.report import format_results, write_atomic
@@ -209,15 +232,28 @@ def evaluate_cmd(
         from rankeval.data import Qrels, Run
         from rankeval.engine import as_runs, evaluate_results
 
+        if engine not in ("local", "dask"):
+            raise UsageError(f"unknown --engine {engine!r}; expected local or dask")
         qrels_obj = Qrels.read(qrels)
         if docinfo is not None:
             qrels_obj = qrels_obj.with_docinfo(docinfo)
-        run_objs = as_runs([Run.read(r) for r in runs])
+        dask_options = None
+        if engine == "dask":
+            from rankeval.distributed import DaskOptions
+
+            if workers < 1:
+                raise UsageError("--workers must be at least 1")
+            dask_options = DaskOptions(scheduler=scheduler, workers=workers, memory_limit=memory_limit)
+            run_objs: Any = runs  # read by Dask, partitioned by query
+        else:
+            run_objs = as_runs([Run.read(r) for r in runs])
         with _warnings_to_stderr():
             results = evaluate_results(
                 qrels_obj,
                 run_objs,
                 measures,
+                engine=engine,
+                dask=dask_options,
                 missing_zero=not no_missing_zero,
                 nest_sep=None if nest_sep.lower() == "none" else nest_sep,
                 max_docs=max_docs,
@@ -283,22 +319,35 @@ def convert_cmd(
     ],
     run_out: Annotated[Path, typer.Argument(metavar="RUN_OUT", help="Where to write the converted run.")],
     to: Annotated[
-        str, typer.Option("--to", help="Target format: trec (nested TREC files) or json (hTBG reference).")
+        str,
+        typer.Option(
+            "--to",
+            help="Target format: trec (nested TREC files), json (hTBG reference) or parquet (qrels "
+            "file + run directory, for --engine dask).",
+        ),
     ] = "trec",
     tag: Annotated[str, typer.Option("--tag", help="Run tag of the TREC run written.")] = "htbg",
 ) -> None:
-    """Convert between the hTBG reference's JSON files and nested TREC qrels/run files."""
-    from rankeval.convert import json_to_trec, trec_to_json
+    """Convert between the hTBG reference's JSON files and nested TREC qrels/run files, or
+    TREC files to Parquet for the Dask engine."""
+    from rankeval.convert import json_to_trec, to_parquet, trec_to_json
     from rankeval.report import write_atomic
 
     try:
+        if to == "parquet":
+            to_parquet(qrels_in, run_in, qrels_out, run_out)
+            return
         if to == "trec":
             qrels_text, run_text = json_to_trec(qrels_in, run_in, tag=tag)
         elif to == "json":
             qrels_text, run_text = trec_to_json(qrels_in, run_in)
         else:
-            raise UsageError(f"unknown target format {to!r}; expected trec or json")
+            raise UsageError(f"unknown target format {to!r}; expected trec, json or parquet")
         write_atomic(qrels_out, qrels_text)
         write_atomic(run_out, run_text)
     except RankevalError as exc:
         _fail(exc)
+
+
+# the compare command lives in its own module; importing it registers it on `app`
+from rankeval.cli import compare as _compare  # noqa: E402, F401

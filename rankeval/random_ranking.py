@@ -29,6 +29,7 @@ evaluated in chunks.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankeval.data import Qrels, Run, as_qrels, as_run
-from rankeval.errors import UsageError
+from rankeval.errors import RankevalWarning, UsageError
 from rankeval.measure import Measure
 from rankeval.ranked import Alignment, RankedLists, segment_offsets
 
@@ -50,7 +51,7 @@ __all__ = ["EXACT", "RandomBaseline", "random_baseline"]
 
 #: the measures (of the ``trec`` plugin, at nesting level 1) whose expectation is exact
 EXACT = ("AP", "P", "R", "RR", "nDCG", "Success", "Rprec", "Judged", "NumRet", "NumRel", "NumRelRet")
-#: elements of one chunk of random draws (samples × candidates)
+#: elements of one chunk of random draws (samples x candidates)
 CHUNK = 1 << 20
 #: run rows per chunk of the replicated run (Monte Carlo through the measures)
 ROWS_PER_CHUNK = 1 << 20
@@ -99,7 +100,7 @@ class RandomBaseline:
         return np.asarray(self.sample_aggregates.std(axis=1, ddof=1), dtype=np.float64)
 
     def interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-        """``(low, high)``: the α/2 and 1 - α/2 quantiles of the aggregate over random orderings."""
+        """``(low, high)``: the alpha/2 and 1 - alpha/2 quantiles of the aggregate over random orderings."""
         if self.sample_aggregates.shape[1] == 0:
             nan = np.full(len(self.measures), np.nan)
             return nan, nan.copy()
@@ -146,11 +147,15 @@ def random_baseline(
         seed: seed of :func:`numpy.random.default_rng`.
         exact: use the closed forms where there is one; ``False``: Monte Carlo for every
             measure (to check the closed forms).
-        missing_zero, nest_sep, max_docs, on_duplicate, docinfo, registry: as for
-            :func:`rankeval.evaluate`. ``max_docs`` truncates the random ordering, not the
-            candidates.
+        missing_zero: as for :func:`rankeval.evaluate`.
+        nest_sep: as for :func:`rankeval.evaluate`.
+        max_docs: as for :func:`rankeval.evaluate`; it truncates the random ordering, not
+            the candidates.
+        on_duplicate: as for :func:`rankeval.evaluate`.
+        docinfo: as for :func:`rankeval.evaluate`.
+        registry: as for :func:`rankeval.evaluate`.
         progress: called with units of work done (queries, then chunks), for a progress bar;
-            :func:`work` gives the total.
+            ``work()`` gives the total.
 
     Returns:
         A :class:`RandomBaseline`.
@@ -196,7 +201,17 @@ def random_baseline(
     if other:
         ms = [measure_list[i] for i in other]
         mean, s_agg, s_std = _engine_samples(
-            ms, qrels_obj, run_obj, query_ids, missing_zero, nest_sep, max_docs, on_duplicate, samples, rng, progress
+            ms,
+            qrels_obj,
+            run_obj,
+            query_ids,
+            missing_zero,
+            nest_sep,
+            max_docs,
+            on_duplicate,
+            samples,
+            rng,
+            progress,
         )
         for j, i in enumerate(other):
             values[i], sample_aggs[i], std[i] = mean[j], s_agg[j], s_std[j]
@@ -237,6 +252,7 @@ class _Candidates:
     grades: np.ndarray  # judged candidates' grades
     view: RankedLists
     keep: np.ndarray  # (Q_view,) bool
+    rows: np.ndarray  # the view's row of each of grades
 
     @classmethod
     def of(cls, view: RankedLists, keep: np.ndarray) -> _Candidates:
@@ -249,10 +265,10 @@ class _Candidates:
         qk = remap[q[order]]
         grades = view.judged_row_relevance[order][qk >= 0]
         offsets = segment_offsets(qk[qk >= 0], len(index))
-        return cls(view.counts[keep].astype(np.int64), offsets, grades, view, keep)
+        return cls(view.counts[keep].astype(np.int64), offsets, grades, view, keep, rows[order][qk >= 0])
 
     def num_rel(self, rel: float) -> np.ndarray:
-        return np.asarray(self.view.num_rel(rel), dtype=np.float64)[self.keep]
+        return _f(np.asarray(self.view.num_rel(rel), dtype=np.float64)[self.keep])
 
     def count(self, mask: np.ndarray) -> np.ndarray:
         """Per query: judged candidates where *mask* (over :attr:`grades`) holds."""
@@ -266,7 +282,7 @@ class _Candidates:
         if k is not None:
             gain = gain * (jrank < k)
         ideal = np.bincount(v.judged_query(), weights=gain / np.log2(jrank + 2.0), minlength=v.num_queries)
-        return np.asarray(ideal, dtype=np.float64)[self.keep]
+        return _f(np.asarray(ideal, dtype=np.float64)[self.keep])
 
 
 def _kind(measure: Measure) -> str | None:
@@ -280,7 +296,11 @@ def _kind(measure: Measure) -> str | None:
         return None
     if getattr(rankeval_trec, cls.__name__, None) is not cls:
         return None
-    return cls.name
+    return str(cls.name)
+
+
+def _f(x: Any) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64)
 
 
 def _div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -353,7 +373,9 @@ def _classic_exact(measure: Measure, cand: _Candidates, max_docs: int | None) ->
         i = np.arange(len(q)) - np.repeat(np.cumsum(mi) - mi, mi) + 1.0
         nq, cq = n[q], c[q]
         ok = (cq > 0) & (nq - i >= cq - 1)
-        logp = _log_comb(np.where(ok, nq - i, 0), np.where(ok, cq - 1, 0)) - _log_comb(nq, np.where(ok, cq, 0))
+        logp = _log_comb(np.where(ok, nq - i, 0), np.where(ok, cq - 1, 0)) - _log_comb(
+            nq, np.where(ok, cq, 0)
+        )
         terms = np.where(ok, np.exp(logp) / i, 0.0)
         return np.bincount(q, weights=terms, minlength=len(n)).astype(np.float64)
     raise AssertionError(kind)  # pragma: no cover
@@ -414,17 +436,17 @@ def classic_values(
     if kind == "NumRel":
         return np.full(s, float(num_rel))
     if kind == "NumRelRet":
-        return (r < shown).sum(axis=1).astype(np.float64)
+        return _f((r < shown).sum(axis=1))
     if kind == "P":
         if k is None:
             return (r < shown).sum(axis=1) / shown if shown else np.zeros(s)
-        return (r < eff).sum(axis=1) / k
+        return _f((r < eff).sum(axis=1) / k)
     if kind == "R":
         return (r < eff).sum(axis=1) / num_rel if num_rel else np.zeros(s)
     if kind == "Rprec":
         return (r < min(num_rel, shown)).sum(axis=1) / num_rel if num_rel else np.zeros(s)
     if kind == "Success":
-        return (r < eff).any(axis=1).astype(np.float64)
+        return _f((r < eff).any(axis=1))
     if kind == "Judged":
         return (pos < eff).sum(axis=1) / eff if eff else np.zeros(s)
     if kind == "RR":
@@ -437,12 +459,12 @@ def classic_values(
             return np.zeros(s)
         srt = np.sort(r, axis=1)
         prec = np.arange(1, srt.shape[1] + 1) / (srt + 1.0)
-        return np.where(srt < eff, prec, 0.0).sum(axis=1) / num_rel
+        return _f(np.where(srt < eff, prec, 0.0).sum(axis=1) / num_rel)
     if kind == "nDCG":
         if not ideal:
             return np.zeros(s)
         gain = np.where(grades > 0, grades, 0.0)
-        return np.where(pos < eff, gain / np.log2(pos + 2.0), 0.0).sum(axis=1) / ideal
+        return _f(np.where(pos < eff, gain / np.log2(pos + 2.0), 0.0).sum(axis=1) / ideal)
     raise AssertionError(kind)  # pragma: no cover
 
 
@@ -556,7 +578,9 @@ def _engine_samples(
             rep_r.column_names.index("query_id"),
             "query_id",
             pa.DictionaryArray.from_arrays(
-                pa.array((np.repeat(np.arange(rows), len(keep_r)) * n_q + np.tile(r_code, rows)).astype(np.int32)),
+                pa.array(
+                    (np.repeat(np.arange(rows), len(keep_r)) * n_q + np.tile(r_code, rows)).astype(np.int32)
+                ),
                 pa.array(names, pa.string()),
             ),
         )
@@ -567,7 +591,9 @@ def _engine_samples(
         rep_q = rep_q.set_column(
             rep_q.column_names.index("query_id"),
             "query_id",
-            pa.array(names[np.repeat(np.arange(rows), len(keep_q)) * n_q + np.tile(q_code, rows)], pa.string()),
+            pa.array(
+                names[np.repeat(np.arange(rows), len(keep_q)) * n_q + np.tile(q_code, rows)], pa.string()
+            ),
         )
         alignment = Alignment(
             Qrels(rep_q, qrels.source),
@@ -579,13 +605,26 @@ def _engine_samples(
         lookup = {name: i for i, name in enumerate(names)}
         block = np.full((len(measures), rows, n_q), np.nan)
         for j, m in enumerate(measures):
-            view, ids, vals, index = _per_query(alignment, m, missing_zero)
+            with warnings.catch_warnings():  # about the copies: noise (the real run was evaluated)
+                warnings.simplefilter("ignore", RankevalWarning)
+                view, ids, vals, index = _per_query(alignment, m, missing_zero)
             where = np.array([lookup[str(i)] for i in ids], dtype=np.int64)
             block[j].reshape(-1)[where] = vals
             if _custom_aggregate(m):
-                for s in range(rows):  # the measure's own aggregate, one random ordering at a time
-                    sel = (where // n_q) == s
-                    sample_vals[j].append(np.array([m.aggregate_lists(view, vals[sel], index[sel])]))
+                # the measure's own aggregate, one random ordering at a time
+                copy = where // n_q
+                order = np.argsort(copy, kind="stable")
+                bounds = segment_offsets(copy[order], rows)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RankevalWarning)
+                    sample_vals[j].append(
+                        np.array(
+                            [
+                                m.aggregate_lists(view, vals[sel], index[sel])
+                                for sel in (order[bounds[s] : bounds[s + 1]] for s in range(rows))
+                            ]
+                        )
+                    )
         sums += np.nansum(block, axis=1)
         counts += (~np.isnan(block)).sum(axis=1)
         chunk_moments = _Moments(len(measures), rows)
