@@ -53,7 +53,9 @@ def run_sampled(args: list[str]) -> tuple[float, str, dict[int, tuple[str, float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/out/dask"))
     parser.add_argument("--queries", type=int, default=50_000)
     parser.add_argument("--depth", type=int, default=1000)
@@ -64,8 +66,16 @@ def main() -> None:
     if not run.exists():
         here = Path(__file__).parent
         subprocess.run(
-            [sys.executable, str(here / "generate.py"), "--out", str(args.out), "--queries", str(args.queries),
-             "--depth", str(args.depth)],
+            [
+                sys.executable,
+                str(here / "generate.py"),
+                "--out",
+                str(args.out),
+                "--queries",
+                str(args.queries),
+                "--depth",
+                str(args.depth),
+            ],
             check=True,
         )
     exe = str(Path(sys.executable).with_name("rankeval"))
@@ -73,8 +83,18 @@ def main() -> None:
     print(f"run: {run} ({run.stat().st_size / 2**30:.2f} GB, {lines:,} lines)")
     local_wall, local_out, local_peaks = run_sampled([exe, str(qrels), str(run), *MEASURES])
     dask_wall, dask_out, dask_peaks = run_sampled(
-        [exe, str(qrels), str(run), *MEASURES, "--engine", "dask", "--workers", str(args.workers),
-         "--memory-limit", args.memory_limit]
+        [
+            exe,
+            str(qrels),
+            str(run),
+            *MEASURES,
+            "--engine",
+            "dask",
+            "--workers",
+            str(args.workers),
+            "--memory-limit",
+            args.memory_limit,
+        ]
     )
     local_peak = max(rss for _, rss in local_peaks.values())
     workers = sorted(

@@ -133,7 +133,9 @@ def nested_collection(tmp_path: Path, queries: int = 30) -> tuple[Path, Path]:
             if q >= queries - 8:
                 continue
             for p in range(rnd.randint(0, 7)):
-                q_lines.append(f"q{q} 0 u{u}/p{p} {rnd.choice([0, 0, 0.2, 1, 2])} cost={rnd.randint(1, 400)}\n")
+                q_lines.append(
+                    f"q{q} 0 u{u}/p{p} {rnd.choice([0, 0, 0.2, 1, 2])} cost={rnd.randint(1, 400)}\n"
+                )
                 if rnd.random() < 0.9:
                     r_lines.append(f"q{q} Q0 u{u}/p{p} 0 {rnd.choice([0.2, 0.4, 0.6])} r\n")
     rnd.shuffle(r_lines)
@@ -163,7 +165,13 @@ def test_nested_run_all_tbg_measures(scheduler, tmp_path):
 
 def test_json_inputs_run_in_memory(scheduler):
     toy = DATA / "htbg-toy"
-    same(toy / "truth.json", toy / "prediction.json", ["hTBG@3", "nhTBG@3", "TBG@5"], scheduler, partitions=(2,))
+    same(
+        toy / "truth.json",
+        toy / "prediction.json",
+        ["hTBG@3", "nhTBG@3", "TBG@5"],
+        scheduler,
+        partitions=(2,),
+    )
 
 
 # ------------------------------------------------------------------------------ CS-DCG
@@ -248,7 +256,9 @@ def test_duplicates_are_found_across_blocks(scheduler, tmp_path):
 
 def test_bad_engine_and_unpicklable_measure():
     with pytest.raises(UsageError, match="engine must be one of"):
-        rankeval.evaluate(DATA / "trec_eval" / "qrels.test", DATA / "trec_eval" / "results.test", "AP", engine="spark")
+        rankeval.evaluate(
+            DATA / "trec_eval" / "qrels.test", DATA / "trec_eval" / "results.test", "AP", engine="spark"
+        )
     from rankeval_trec import AP
 
     check_measure(AP())  # a built-in measure pickles unchanged
@@ -265,7 +275,15 @@ def test_cli_engine_dask(scheduler, tmp_path):
 
     from rankeval.cli.app import app
 
-    args = [str(DATA / "trec_eval" / "qrels.test"), str(DATA / "trec_eval" / "results.test"), "-m", "AP", "-m", "P@5", "-q"]
+    args = [
+        str(DATA / "trec_eval" / "qrels.test"),
+        str(DATA / "trec_eval" / "results.test"),
+        "-m",
+        "AP",
+        "-m",
+        "P@5",
+        "-q",
+    ]
     local = CliRunner().invoke(app, args)
     dist = CliRunner().invoke(app, [*args, "--engine", "dask", "--scheduler", scheduler])
     assert local.exit_code == 0 and dist.exit_code == 0, dist.output
