@@ -122,7 +122,7 @@ def measures_markdown() -> str:
         out.append(f"**Aliases:** {', '.join(aliases) if aliases else 'none'}  ")
         from rankeval.measure import Measure
 
-        if cls.aggregate_lists is not Measure.aggregate_lists:
+        if cls.aggregate_from_parts is not Measure.aggregate_from_parts:
             out.append("**Aggregate:** the measure's own (see the definition above)  ")
         elif cls.integer:
             out.append("**Aggregate:** sum over queries (a count, printed without decimals)  ")

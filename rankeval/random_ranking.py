@@ -645,4 +645,6 @@ def _engine_samples(
 
 def _custom_aggregate(measure: Measure) -> bool:
     cls = type(measure)
-    return cls.aggregate_lists is not Measure.aggregate_lists or cls.aggregate is not Measure.aggregate
+    return (
+        cls.aggregate_from_parts is not Measure.aggregate_from_parts or cls.aggregate is not Measure.aggregate
+    )
