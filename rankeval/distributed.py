@@ -43,7 +43,7 @@ import numpy as np
 
 from rankeval import io
 from rankeval.data import Qrels, Run
-from rankeval.errors import UsageError
+from rankeval.errors import EngineError, RankevalError, UsageError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -65,15 +65,15 @@ class DaskOptions:
         workers: worker processes of the local cluster.
         memory_limit: memory limit per worker of the local cluster (``"2GB"``; Dask's
             default: the machine's memory divided among the workers).
-        blocksize: bytes of run text per block (and so roughly per partition).
-        partitions: number of query partitions (default: one per block, at least one per
+        blocksize: bytes of run text per block.
+        partitions: number of query partitions (default: two per block, at least one per
             worker).
     """
 
     scheduler: str | None = None
     workers: int = 2
     memory_limit: str | None = None
-    blocksize: int = 64 * 2**20
+    blocksize: int = 32 * 2**20
     partitions: int | None = None
     files: list[str] = field(default_factory=list)
 
@@ -103,7 +103,7 @@ def client(options: DaskOptions) -> Iterator[Any]:
         log.setLevel(logging.ERROR)
     try:
         if options.scheduler:
-            with Client(options.scheduler) as c:
+            with Client(options.scheduler, timeout="10s") as c:
                 yield c
             return
         kwargs: dict[str, Any] = {"n_workers": options.workers, "threads_per_worker": 1, "processes": True}
@@ -349,12 +349,20 @@ def evaluate_partitioned(
         "missing_zero": missing_zero,
         "nested": False,
     }
-    with client(options):
-        qrels_frame = _qrels_frame(qrels)
-        return [
-            _evaluate_run(qrels, qrels_frame, source, run, measures, options, settings)
-            for source, run in runs
-        ]
+    try:
+        with client(options):
+            qrels_frame = _qrels_frame(qrels)
+            return [
+                _evaluate_run(qrels, qrels_frame, source, run, measures, options, settings)
+                for source, run in runs
+            ]
+    except RankevalError:
+        raise
+    except Exception as exc:  # a worker killed (memory), the scheduler unreachable, ...
+        hint = ""
+        if "Killed" in type(exc).__name__:
+            hint = " (workers ran out of memory? give them more with --memory-limit, or add workers)"
+        raise EngineError(f"the Dask engine failed: {type(exc).__name__}: {exc}{hint}") from None
 
 
 def _evaluate_run(
@@ -375,7 +383,7 @@ def _evaluate_run(
     else:
         frame = dd.from_pandas(_run_block_frame(run.table, run.lines, 0), npartitions=max(options.workers, 1))
         name, run_source, tie_break = run.name, run.source, run.tie_break
-    n = options.partitions or max(frame.npartitions, options.workers)
+    n = options.partitions or max(2 * frame.npartitions, options.workers)
     run_parts = _with_part(frame, n).shuffle(on="part", npartitions=n).to_delayed()
     qdf = dd.from_pandas(qrels_frame, npartitions=max(1, min(n, len(qrels_frame) // 50_000 + 1)))
     qrels_parts = _with_part(qdf, n).shuffle(on="part", npartitions=n).to_delayed()

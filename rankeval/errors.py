@@ -68,6 +68,10 @@ class SpecError(UsageError):
     """A measure spec could not be parsed or resolved."""
 
 
+class EngineError(RankevalError):
+    """The distributed engine failed (a worker died, the cluster could not be reached)."""
+
+
 class PluginError(RankevalError):
     """A plugin failed to load or registered a conflicting name."""
 

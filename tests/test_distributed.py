@@ -291,3 +291,15 @@ def test_cli_engine_dask(scheduler, tmp_path):
     assert np.char.count(np.array(local.output.splitlines()), "\t").min() == 2
     bad = CliRunner().invoke(app, [*args, "--engine", "spark"])
     assert bad.exit_code == 2 and "unknown --engine" in bad.output
+
+
+def test_unreachable_scheduler_is_a_clear_error():
+    from typer.testing import CliRunner
+
+    from rankeval.cli.app import app
+
+    args = [str(DATA / "trec_eval" / "qrels.test"), str(DATA / "trec_eval" / "results.test"), "-m", "AP"]
+    result = CliRunner().invoke(app, [*args, "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9"])
+    assert result.exit_code == 1
+    assert result.output.startswith("rankeval: error: the Dask engine failed: ")
+    assert "Traceback" not in result.output
