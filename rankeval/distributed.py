@@ -225,11 +225,11 @@ def _part(query_ids: Any, n: int) -> np.ndarray:
 
     values = np.asarray(query_ids, dtype=object)
     hashed: np.ndarray = pd.util.hash_array(values, categorize=False)
-    return (hashed % np.uint64(n)).astype(np.int64)
+    return (hashed % np.uint64(n)).astype(np.int32)
 
 
 def _with_part(frame: Any, n: int) -> Any:
-    return frame.assign(part=frame["query_id"].map_partitions(lambda s: _part(s, n), meta=("part", "int64")))
+    return frame.assign(part=frame["query_id"].map_partitions(lambda s: _part(s, n), meta=("part", "int32")))
 
 
 def _qrels_frame(qrels: Qrels) -> pd.DataFrame:
@@ -291,14 +291,17 @@ def _evaluate_part(
         qrels_source,
     )
     run_frame = run_frame.sort_values(["file", "line"], kind="stable")
-    rt = pa.Table.from_pandas(run_frame[["query_id", "q0", "doc_id", "score", "tag"]], preserve_index=False)
+    rt = pa.Table.from_pandas(run_frame[["query_id", "q0", "doc_id", "score"]], preserve_index=False)
     run_table = pa.table(
         {
             "query_id": rt.column("query_id").cast(pa.string()).combine_chunks().dictionary_encode(),
             "q0": rt.column("q0").cast(pa.string()).combine_chunks().dictionary_encode(),
             "doc_id": rt.column("doc_id").cast(pa.string()).combine_chunks(),
             "score": rt.column("score").cast(pa.float64()).combine_chunks(),
-            "tag": rt.column("tag").cast(pa.string()).combine_chunks().dictionary_encode(),
+            # the tag column is not shuffled (no measure reads it): the run's name stands in
+            "tag": pa.DictionaryArray.from_arrays(
+                pa.array(np.zeros(rt.num_rows, dtype=np.int32)), pa.array([run_name], pa.string())
+            ),
         }
     )
     run = Run(run_table, run_name, run_source, run_frame["line"].to_numpy(dtype=np.int64), tie_break)
@@ -384,6 +387,7 @@ def _evaluate_run(
         frame = dd.from_pandas(_run_block_frame(run.table, run.lines, 0), npartitions=max(options.workers, 1))
         name, run_source, tie_break = run.name, run.source, run.tie_break
     n = options.partitions or max(2 * frame.npartitions, options.workers)
+    frame = frame.drop(columns=["tag"])  # less to shuffle: no measure reads the tag
     run_parts = _with_part(frame, n).shuffle(on="part", npartitions=n).to_delayed()
     qdf = dd.from_pandas(qrels_frame, npartitions=max(1, min(n, len(qrels_frame) // 50_000 + 1)))
     qrels_parts = _with_part(qdf, n).shuffle(on="part", npartitions=n).to_delayed()
