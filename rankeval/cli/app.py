@@ -107,6 +107,16 @@ def _registry(plugin_opts: list[str]) -> Any:
     return registry
 
 
+# options shared by evaluate and compare
+MaxDocsOption = Annotated[
+    int | None,
+    typer.Option("-M", "--max-docs", help="Evaluate only the top N documents of each query (trec_eval -M)."),
+]
+NestSepOption = Annotated[
+    str, typer.Option("--nest-sep", help="Nested-item separator; 'none' disables nesting.")
+]
+
+
 @app.command("evaluate")
 def evaluate_cmd(
     qrels: Annotated[
@@ -152,15 +162,8 @@ def evaluate_cmd(
             help="Average only over queries in both qrels and run (trec_eval without -c).",
         ),
     ] = False,
-    max_docs: Annotated[
-        int | None,
-        typer.Option(
-            "-M", "--max-docs", help="Evaluate only the top N documents of each query (trec_eval -M)."
-        ),
-    ] = None,
-    nest_sep: Annotated[
-        str, typer.Option("--nest-sep", help="Nested-item separator; 'none' disables nesting.")
-    ] = "/",
+    max_docs: MaxDocsOption = None,
+    nest_sep: NestSepOption = "/",
     on_duplicate: Annotated[
         str | None,
         typer.Option(

@@ -8,7 +8,15 @@ from typing import Annotated
 
 import typer
 
-from rankeval.cli.app import _fail, _registry, _split_p, _warnings_to_stderr, app
+from rankeval.cli.app import (
+    MaxDocsOption,
+    NestSepOption,
+    _fail,
+    _registry,
+    _split_p,
+    _warnings_to_stderr,
+    app,
+)
 from rankeval.errors import RankevalError, UsageError
 
 FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex")
@@ -140,15 +148,8 @@ def compare_cmd(
             help="Queries a run lacks are left out of its comparisons instead of scoring 0.",
         ),
     ] = False,
-    max_docs: Annotated[
-        int | None,
-        typer.Option(
-            "-M", "--max-docs", help="Evaluate only the top N documents of each query (trec_eval -M)."
-        ),
-    ] = None,
-    nest_sep: Annotated[
-        str, typer.Option("--nest-sep", help="Nested-item separator; 'none' disables nesting.")
-    ] = "/",
+    max_docs: MaxDocsOption = None,
+    nest_sep: NestSepOption = "/",
     on_duplicate: Annotated[
         str, typer.Option("--on-duplicate", help="A document given twice for a query: error, first or max.")
     ] = "error",
