@@ -61,6 +61,7 @@ CLASSIC = [
     "NumRel",
     "NumRelRet",
     "AP@10",
+    "Judged@10",
     "ERR@10",
     "infAP",
 ]
