@@ -551,9 +551,6 @@ class Alignment:
         rel = np.full(self.num_items, -np.inf)
         np.maximum.at(rel, self.qrels_item, _np(qt.column("relevance")).astype(np.float64))
         self._judged = np.isfinite(rel)
-        # the first qrels row of each item (file order of the judgments; for tie_break="qrels")
-        self._item_line = np.full(self.num_items, np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(self._item_line, self.qrels_item, np.arange(len(self.qrels_item)))
         self._item_rel = rel
         self._j_item = np.flatnonzero(self._judged)
 
@@ -594,7 +591,16 @@ class Alignment:
 
     def qrels_position(self, items: np.ndarray) -> np.ndarray:
         """Position in the qrels (row of the first judgment) of each of *items* (judged)."""
-        return self._item_line[items]  # type: ignore[no-any-return]
+        return self._first_judgment()[items]  # type: ignore[no-any-return]
+
+    def _first_judgment(self) -> np.ndarray:
+        """The first qrels row of each item (the judgments' file order), built on first use
+        (only ``tie_break="qrels"`` and hTBG's reference ideal need it)."""
+        if "first-judgment" not in self.cache:
+            first = np.full(self.num_items, np.iinfo(np.int64).max, dtype=np.int64)
+            np.minimum.at(first, self.qrels_item, np.arange(len(self.qrels_item)))
+            self.cache["first-judgment"] = first
+        return self.cache["first-judgment"]  # type: ignore[no-any-return]
 
     def _qrels_position(self, rows: np.ndarray) -> pa.Array:
         """Tie key of run *rows* for ``tie_break="qrels"``: the position of the row's item in
@@ -605,7 +611,7 @@ class Alignment:
         judged = item >= 0
         judged[judged] = self._judged[item[judged]]
         line = np.where(judged, self.qrels_position(np.where(judged, item, 0)), 0)
-        base = int(self._item_line[self._judged].max()) + 1 if self._judged.any() else 0
+        base = int(self._first_judgment()[self._judged].max()) + 1 if self._judged.any() else 0
         return pa.array(np.where(judged, line, base + rows.astype(np.int64)))
 
     # -- views -----------------------------------------------------------------------
