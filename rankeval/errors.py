@@ -7,6 +7,19 @@ file, line and column and the offending text so the message can point at it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+MAX_ECHO = 200
+"""At most this many characters of an input line are echoed in a message."""
+
+
+def clip(text: str, limit: int = MAX_ECHO) -> str:
+    """*text* cut to *limit* characters (``...`` and the number of characters left out)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
 
 class RankevalError(Exception):
     """Base class of every error rankeval raises on bad input or usage.
@@ -35,7 +48,7 @@ class RankevalError(Exception):
         self.source = source
         self.line = line
         self.column = column
-        self.text = text
+        self.text = None if text is None else clip(text)
 
     def __str__(self) -> str:
         where = ""
@@ -49,7 +62,7 @@ class RankevalError(Exception):
         out = f"{where}{self.message}"
         if self.text is not None:
             out += f"\n    {self.text}"
-            if self.column is not None:
+            if self.column is not None and self.column <= MAX_ECHO + 1:
                 out += "\n    " + " " * (self.column - 1) + "^"
         return out
 
@@ -74,6 +87,37 @@ class EngineError(RankevalError):
 
 class PluginError(RankevalError):
     """A plugin failed to load or registered a conflicting name."""
+
+
+class MeasureError(RankevalError):
+    """A measure's own code (a plugin's ``compute``, ``aggregate*``, or a tool it calls) failed."""
+
+
+class ResourceError(RankevalError):
+    """The machine ran out of a resource (memory, disk) while reading or computing."""
+
+
+def plugin_of(measure: object) -> str:
+    """Name of the plugin (top-level package) that defines *measure*'s class."""
+    return type(measure).__module__.partition(".")[0]
+
+
+@contextmanager
+def measure_guard(measure: object, action: str = "failed") -> Iterator[None]:
+    """Run a measure's own code: any exception other than a :class:`RankevalError` becomes a
+    :class:`MeasureError` ``measure X (plugin Y) failed: <reason>`` (the original is its
+    ``__cause__``, shown by ``--debug``); memory exhaustion becomes a :class:`ResourceError`."""
+    try:
+        yield
+    except RankevalError:
+        raise
+    except MemoryError as exc:
+        raise ResourceError(
+            f"out of memory while computing {measure}; try --engine dask or a machine with more memory"
+        ) from exc
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc}".strip()
+        raise MeasureError(f"measure {measure} (plugin {plugin_of(measure)}) {action}: {clip(reason)}") from exc
 
 
 class RankevalWarning(UserWarning):
