@@ -85,6 +85,10 @@ class EngineError(RankevalError):
     """The distributed engine failed (a worker died, the cluster could not be reached)."""
 
 
+class OutputError(RankevalError):
+    """A result file (or standard output) could not be written."""
+
+
 class PluginError(RankevalError):
     """A plugin failed to load or registered a conflicting name."""
 
@@ -103,10 +107,11 @@ def plugin_of(measure: object) -> str:
 
 
 @contextmanager
-def measure_guard(measure: object, action: str = "failed") -> Iterator[None]:
+def measure_guard(measure: object, action: str = "failed", plugin: str | None = None) -> Iterator[None]:
     """Run a measure's own code: any exception other than a :class:`RankevalError` becomes a
     :class:`MeasureError` ``measure X (plugin Y) failed: <reason>`` (the original is its
-    ``__cause__``, shown by ``--debug``); memory exhaustion becomes a :class:`ResourceError`."""
+    ``__cause__``, shown by ``--debug``); memory exhaustion becomes a :class:`ResourceError`.
+    *plugin* names the plugin when the caller knows it (default: :func:`plugin_of`)."""
     try:
         yield
     except RankevalError:
@@ -117,7 +122,8 @@ def measure_guard(measure: object, action: str = "failed") -> Iterator[None]:
         ) from exc
     except Exception as exc:
         reason = f"{type(exc).__name__}: {exc}".strip()
-        raise MeasureError(f"measure {measure} (plugin {plugin_of(measure)}) {action}: {clip(reason)}") from exc
+        name = plugin or plugin_of(measure)
+        raise MeasureError(f"measure {measure} (plugin {name}) {action}: {clip(reason)}") from exc
 
 
 class RankevalWarning(UserWarning):

@@ -47,14 +47,15 @@ def _figure(width: float, height: float) -> Figure:
 
 
 def save_figure(fig: Figure, path: str | Path, fmt: str = "png") -> Path:
-    """Save *fig* to *path* in *fmt* (``png``, ``pdf`` or ``svg``), atomically."""
-    from rankeval.report import write_atomic
+    """Save *fig* to *path* in *fmt* (``png``, ``pdf`` or ``svg``), atomically
+    (:func:`rankeval.outputs.write_output`)."""
+    from rankeval.outputs import write_output
 
     if fmt not in PLOT_FORMATS:
         raise UsageError(f"unknown plot format {fmt!r}; expected one of {', '.join(PLOT_FORMATS)}")
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt, dpi=150)
-    write_atomic(path, buf.getvalue())
+    write_output(path, buf.getvalue())
     return Path(path)
 
 

@@ -1,12 +1,10 @@
-"""Formatting of result tables: trec, tsv, csv, json, jsonl, markdown, latex; atomic writes."""
+"""Formatting of result tables: trec, tsv, csv, json, jsonl, markdown, latex (files are written
+by :mod:`rankeval.outputs`)."""
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rankeval.errors import UsageError
@@ -14,7 +12,7 @@ from rankeval.errors import UsageError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["FORMATS", "format_results", "write_atomic"]
+__all__ = ["FORMATS", "MAX_PRECISION", "check_precision", "format_results"]
 
 FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex", "clef")
 ALL = "all"
@@ -32,6 +30,19 @@ _TEX = str.maketrans(
         "^": r"\textasciicircum{}",
     }
 )
+
+
+MAX_PRECISION = 30
+"""Most decimals a value is printed with (float64 carries about 17 significant digits)."""
+
+
+def check_precision(precision: int | None) -> None:
+    """Raise a :class:`~rankeval.errors.UsageError` unless *precision* is ``None`` or an
+    integer from 0 to :data:`MAX_PRECISION`."""
+    if precision is None:
+        return
+    if isinstance(precision, bool) or not isinstance(precision, int) or not 0 <= precision <= MAX_PRECISION:
+        raise UsageError(f"precision must be an integer from 0 to {MAX_PRECISION}, not {precision!r}")
 
 
 def _value(v: float, integer: bool, precision: int | None) -> str:
@@ -111,6 +122,7 @@ def format_results(
     """
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    check_precision(precision)
     cols, integer, whole = _columns(results)
     records = _ordered(cols, per_query)
     # whole-valued measures (ranks) are printed without decimals per query, not in the mean
@@ -204,22 +216,3 @@ def _table(
     lines += [" & ".join(tex(c) for c in r) + " \\\\" for r in body]
     lines += ["\\bottomrule", "\\end{tabular}"]
     return "\n".join(lines) + "\n"
-
-
-def write_atomic(path: str | Path, text: str | bytes) -> None:
-    """Write *text* (or bytes, e.g. an image) to *path* via a temporary file and a rename:
-    all or nothing."""
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        if isinstance(text, bytes):
-            with os.fdopen(fd, "wb") as fb:
-                fb.write(text)
-        else:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-                fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

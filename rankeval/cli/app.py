@@ -3,17 +3,13 @@
 
 from __future__ import annotations
 
-import sys
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
-from rankeval.errors import RankevalError, RankevalWarning, UsageError
+from rankeval.cli.common import DebugOption, emit, handled, warnings_to_stderr
+from rankeval.errors import UsageError
 
 FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex", "clef")
 COMPAT = ("none", "clef")
@@ -57,29 +53,6 @@ def _main(
 
     rankeval QRELS RUN [RUN ...] -m SPEC [-m SPEC ...]   (the default command: evaluate)
     """
-
-
-def _fail(exc: RankevalError) -> NoReturn:
-    typer.echo(f"rankeval: error: {exc}", err=True)
-    raise typer.Exit(exc.exit_code)
-
-
-@contextmanager
-def _warnings_to_stderr() -> Iterator[None]:
-    """Print each distinct :class:`RankevalWarning` raised inside as one line
-    ``rankeval: warning: ...`` on stderr; other warnings are shown as Python shows them."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", RankevalWarning)
-        yield
-    seen: set[str] = set()
-    for w in caught:
-        if issubclass(w.category, RankevalWarning):
-            text = str(w.message)
-            if text not in seen:
-                seen.add(text)
-                typer.echo(f"rankeval: warning: {text}", err=True)
-        else:
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 def _split_p(values: list[str]) -> tuple[int | None, list[str], list[str]]:
@@ -153,7 +126,7 @@ def evaluate_cmd(
     precision: Annotated[int | None, typer.Option("--precision", help="Decimals to print.")] = None,
     plugin: Annotated[list[str], typer.Option("--plugin", help="Plugin module to load.")] = [],  # noqa: B006
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write results to FILE (atomically).")
+        str | None, typer.Option("-o", "--output", help="Write results to FILE (atomically).")
     ] = None,
     no_missing_zero: Annotated[
         bool,
@@ -212,11 +185,10 @@ def evaluate_cmd(
             "--memory-limit", help="With --engine dask and no --scheduler: memory per worker, e.g. 2GB."
         ),
     ] = None,
+    debug: DebugOption = False,
 ) -> None:
     """Score runs against qrels (the default command)."""
-    from rankeval.report import format_results, write_atomic
-
-    try:
+    with handled(debug):
         if compat not in COMPAT:
             raise UsageError(f"unknown --compat {compat!r}; expected one of {', '.join(COMPAT)}")
         clef = compat == "clef"
@@ -230,6 +202,11 @@ def evaluate_cmd(
             )
         digits, _, _ = _split_p(p)
         digits = precision if precision is not None else digits
+        from rankeval.outputs import check_outputs
+        from rankeval.report import check_precision, format_results
+
+        check_precision(digits)
+        check_outputs([("-o", output)], [qrels, *runs, docinfo])
         registry = _registry([*p, *plugin])
         measures = [m for spec in measure for m in registry.parse_many(spec)]
         from rankeval.data import Qrels, Run
@@ -250,7 +227,7 @@ def evaluate_cmd(
             run_objs: Any = runs  # read by Dask, partitioned by query
         else:
             run_objs = as_runs([Run.read(r) for r in runs])
-        with _warnings_to_stderr():
+        with warnings_to_stderr():
             results = evaluate_results(
                 qrels_obj,
                 run_objs,
@@ -264,29 +241,20 @@ def evaluate_cmd(
                 compat=None if compat == "none" else compat,
                 registry=registry,
             )
-        text = format_results(results, fmt, per_query=per_query, precision=digits)
-        if output is not None:
-            write_atomic(output, text)
-        else:
-            sys.stdout.write(text)
-    except RankevalError as exc:
-        _fail(exc)
+        emit(format_results(results, fmt, per_query=per_query, precision=digits), output)
 
 
 PluginOption = Annotated[list[str], typer.Option("-p", "--plugin", help="Extra plugin module to load.")]
 
 
-def _registry_or_exit(plugin_opts: list[str]) -> Any:
-    try:
-        return _registry(plugin_opts)
-    except RankevalError as exc:
-        _fail(exc)
-
-
 @app.command("measures")
-def measures_cmd(p: PluginOption = []) -> None:  # noqa: B006 - typer needs a list default
+def measures_cmd(p: PluginOption = [], debug: DebugOption = False) -> None:  # noqa: B006 - typer needs a list default
     """List every measure: name, parameters (type, default), description, source, plugin."""
-    registry = _registry_or_exit(p)
+    with handled(debug):
+        _list_measures(_registry(p))
+
+
+def _list_measures(registry: Any) -> None:
     for entry in registry:
         cls = entry.cls
         at = f"@{cls.at}" if cls.at else ""
@@ -302,9 +270,13 @@ def measures_cmd(p: PluginOption = []) -> None:  # noqa: B006 - typer needs a li
 
 
 @app.command("plugins")
-def plugins_cmd(p: PluginOption = []) -> None:  # noqa: B006 - typer needs a list default
+def plugins_cmd(p: PluginOption = [], debug: DebugOption = False) -> None:  # noqa: B006 - typer needs a list default
     """List loaded plugins, where they came from, their measures, and broken plugins."""
-    registry = _registry_or_exit(p)
+    with handled(debug):
+        _list_plugins(_registry(p))
+
+
+def _list_plugins(registry: Any) -> None:
     for name, origin in registry.plugins.items():
         names = sorted(e.cls.name for e in registry.measures.values() if e.plugin == name)
         extra = "" if names else " (resolves other measure names)"
@@ -318,9 +290,9 @@ def convert_cmd(
     qrels_in: Annotated[str, typer.Argument(metavar="QRELS_IN", help="Qrels (TREC) or truth (hTBG JSON).")],
     run_in: Annotated[str, typer.Argument(metavar="RUN_IN", help="Run (TREC) or prediction (hTBG JSON).")],
     qrels_out: Annotated[
-        Path, typer.Argument(metavar="QRELS_OUT", help="Where to write the converted qrels.")
+        str, typer.Argument(metavar="QRELS_OUT", help="Where to write the converted qrels.")
     ],
-    run_out: Annotated[Path, typer.Argument(metavar="RUN_OUT", help="Where to write the converted run.")],
+    run_out: Annotated[str, typer.Argument(metavar="RUN_OUT", help="Where to write the converted run.")],
     to: Annotated[
         str,
         typer.Option(
@@ -330,13 +302,15 @@ def convert_cmd(
         ),
     ] = "trec",
     tag: Annotated[str, typer.Option("--tag", help="Run tag of the TREC run written.")] = "htbg",
+    debug: DebugOption = False,
 ) -> None:
     """Convert between the hTBG reference's JSON files and nested TREC qrels/run files, or
     TREC files to Parquet for the Dask engine."""
     from rankeval.convert import json_to_trec, to_parquet, trec_to_json
-    from rankeval.report import write_atomic
+    from rankeval.outputs import check_outputs, write_outputs
 
-    try:
+    with handled(debug):
+        check_outputs([("QRELS_OUT", qrels_out), ("RUN_OUT", run_out)], [qrels_in, run_in])
         if to == "parquet":
             to_parquet(qrels_in, run_in, qrels_out, run_out)
             return
@@ -346,10 +320,7 @@ def convert_cmd(
             qrels_text, run_text = trec_to_json(qrels_in, run_in)
         else:
             raise UsageError(f"unknown target format {to!r}; expected trec, json or parquet")
-        write_atomic(qrels_out, qrels_text)
-        write_atomic(run_out, run_text)
-    except RankevalError as exc:
-        _fail(exc)
+        write_outputs([(qrels_out, qrels_text), (run_out, run_text)])
 
 
 # the compare command lives in its own module; importing it registers it on `app`

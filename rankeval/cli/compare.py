@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -11,13 +10,12 @@ import typer
 from rankeval.cli.app import (
     MaxDocsOption,
     NestSepOption,
-    _fail,
     _registry,
     _split_p,
-    _warnings_to_stderr,
     app,
 )
-from rankeval.errors import RankevalError, UsageError
+from rankeval.cli.common import DebugOption, emit, handled, warnings_to_stderr
+from rankeval.errors import UsageError
 
 FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex")
 TESTS = ("ttest", "wilcoxon", "bootstrap", "randomization")
@@ -121,7 +119,7 @@ def compare_cmd(
     precision: Annotated[int | None, typer.Option("--precision", help="Decimals to print.")] = None,
     plugin: Annotated[list[str], typer.Option("--plugin", help="Plugin module to load.")] = [],  # noqa: B006
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write the results to FILE (atomically).")
+        str | None, typer.Option("-o", "--output", help="Write the results to FILE (atomically).")
     ] = None,
     plot: Annotated[
         Path | None,
@@ -163,11 +161,10 @@ def compare_cmd(
             "--progress/--no-progress", help="Progress bar on stderr (default: when stderr is a terminal)."
         ),
     ] = None,
+    debug: DebugOption = False,
 ) -> None:
     """Compare runs for a paper: scores, significance tests, corrections, intervals, tables, plots."""
-    from rankeval.report import write_atomic
-
-    try:
+    with handled(debug):
         _choice("--format", fmt, FORMATS)
         _choice("--test", test, TESTS)
         _choice("--correction", correction, CORRECTIONS)
@@ -178,14 +175,17 @@ def compare_cmd(
         _choice("--plot-format", plot_format, PLOT_FORMATS)
         if not 0 < alpha < 1:
             raise UsageError(f"--alpha must be between 0 and 1 (exclusive), not {alpha:g}")
-        if samples < 1:
-            raise UsageError(f"--samples must be a positive integer, not {samples}")
         if curve and plot is None:
             raise UsageError("--curve writes a plot: give --plot DIR")
         if not measure:
             raise UsageError("no measure given; use -m SPEC (e.g. -m AP -m nDCG@10)")
         digits, _, _ = _split_p(p)
         digits = precision if precision is not None else digits
+        from rankeval.outputs import check_outputs
+        from rankeval.report import check_precision
+
+        check_precision(digits)
+        check_outputs([("-o", output), ("--plot", plot)], [qrels, *runs, docinfo])
         registry = _registry([*p, *plugin])
         measures = [m for spec in measure for m in registry.parse_many(spec)]
         from rankeval.comparison import compare, expand_template, parameter_curve
@@ -204,7 +204,7 @@ def compare_cmd(
             "max_docs": max_docs,
             "on_duplicate": on_duplicate,
         }
-        with _warnings_to_stderr():
+        with warnings_to_stderr():
             result = compare(
                 qrels_obj,
                 run_objs,
@@ -229,9 +229,4 @@ def compare_cmd(
         )
         if plot is not None:
             result.plot(plot, plot_format, curves)
-        if output is not None:
-            write_atomic(output, text)
-        else:
-            sys.stdout.write(text)
-    except RankevalError as exc:
-        _fail(exc)
+        emit(text, output)

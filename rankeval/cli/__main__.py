@@ -1,0 +1,5 @@
+"""``python -m rankeval.cli``: the ``rankeval`` command."""
+
+from rankeval.cli import main
+
+main()

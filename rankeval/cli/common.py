@@ -1,0 +1,128 @@
+"""What every command shares: the error boundary, ``--debug``, warnings on stderr, output.
+
+Each command's body runs inside :func:`handled`, the one place where exceptions become what a
+user sees:
+
+* :class:`~rankeval.errors.RankevalError` → ``rankeval: error: <message>``, its exit code
+  (1 bad input or environment, 2 usage);
+* Ctrl-C (``KeyboardInterrupt``, or pyarrow's ``ArrowCancelled``) → ``rankeval: interrupted``,
+  exit 130;
+* memory exhaustion → one line saying what to do, exit 1;
+* anything else is a bug in rankeval or a plugin: ``rankeval: internal error: ...`` and the
+  request to report it, exit 1.
+
+No traceback is shown unless ``--debug`` is given or ``RANKEVAL_DEBUG=1`` is set; then the
+traceback (with its causes, e.g. the exception a plugin raised) precedes the message.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+from rankeval.errors import RankevalError, RankevalWarning
+
+__all__ = [
+    "DebugOption",
+    "debug_enabled",
+    "emit",
+    "fail",
+    "handled",
+    "warnings_to_stderr",
+]
+
+DebugOption = Annotated[
+    bool,
+    typer.Option(
+        "--debug",
+        help="Show Python tracebacks of errors (for plugin authors and bug reports); also RANKEVAL_DEBUG=1.",
+    ),
+]
+
+INTERRUPTED = 130
+"""Exit code after Ctrl-C (128 + SIGINT), as shells report it."""
+
+
+def debug_enabled(flag: bool = False) -> bool:
+    """Whether tracebacks are shown: ``--debug`` or ``RANKEVAL_DEBUG`` set to a true value."""
+    return flag or os.environ.get("RANKEVAL_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def fail(exc: RankevalError, debug: bool = False) -> NoReturn:
+    """Print *exc* as ``rankeval: error: ...`` (after its traceback with *debug*) and exit
+    with its exit code."""
+    if debug_enabled(debug):
+        traceback.print_exception(exc, file=sys.stderr)
+    typer.echo(f"rankeval: error: {exc}", err=True)
+    raise typer.Exit(exc.exit_code)
+
+
+def _is_interrupt(exc: BaseException) -> bool:
+    # pyarrow turns SIGINT during its own work into ArrowCancelled (an Exception subclass)
+    return isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "ArrowCancelled"
+
+
+@contextmanager
+def handled(debug: bool = False) -> Iterator[None]:
+    """The error boundary of a command (see the module docstring)."""
+    try:
+        yield
+    except (typer.Exit, typer.Abort, SystemExit):
+        raise
+    except RankevalError as exc:
+        fail(exc, debug)
+    except BaseException as exc:
+        if debug_enabled(debug):
+            traceback.print_exception(exc, file=sys.stderr)
+        if _is_interrupt(exc):
+            typer.echo("rankeval: interrupted", err=True)
+            raise typer.Exit(INTERRUPTED) from None
+        if isinstance(exc, MemoryError):
+            typer.echo(
+                "rankeval: error: out of memory; evaluate fewer runs at a time, use --engine dask, "
+                "or a machine with more memory",
+                err=True,
+            )
+            raise typer.Exit(1) from None
+        if not isinstance(exc, Exception):
+            raise  # GeneratorExit and the like: not ours to report
+        hint = "" if debug_enabled(debug) else " (run with --debug for the traceback)"
+        typer.echo(f"rankeval: internal error: {type(exc).__name__}: {exc}{hint}; please report it", err=True)
+        raise typer.Exit(1) from None
+
+
+@contextmanager
+def warnings_to_stderr() -> Iterator[None]:
+    """Print each distinct :class:`RankevalWarning` raised inside as one line
+    ``rankeval: warning: ...`` on stderr; other warnings are shown as Python shows them."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RankevalWarning)
+        yield
+    seen: set[str] = set()
+    for w in caught:
+        if issubclass(w.category, RankevalWarning):
+            text = str(w.message)
+            if text not in seen:
+                seen.add(text)
+                typer.echo(f"rankeval: warning: {text}", err=True)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
+def emit(text: str | bytes, output: str | Path | None) -> None:
+    """Write the results to *output* (safely, :func:`rankeval.outputs.write_output`) or to
+    standard output."""
+    from rankeval.outputs import write_output, write_stdout
+
+    if output is not None:
+        write_output(output, text)
+    else:
+        write_stdout(text if isinstance(text, str) else text.decode("utf-8"))
