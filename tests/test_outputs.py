@@ -357,3 +357,54 @@ def test_ctrl_c_exits_130_without_traceback(files, tmp_path: Path) -> None:
     assert proc.returncode == 130, err
     assert err.strip() == "rankeval: interrupted"
     assert not out.exists() and not list(tmp_path.glob(".*.tmp"))
+
+
+# ------------------------------------------------------------------------ convert's inputs
+NESTED_RUN = "1 Q0 p 1 2 t\n1 Q0 p/d 1 1 t\n"
+# (case, qrels text, run text, --to, exit code, words)
+CONVERT_BAD = [
+    ("cost not a number", "1 0 p 1\n1 0 p/d 0.5 cost=abc\n", NESTED_RUN, "json", 1, ("cost=", "'abc'", ":2")),
+    ("negative cost", "1 0 p 1\n1 0 p/d 0.5 cost=-3\n", NESTED_RUN, "json", 1, ("non-negative", ":2")),
+    ("missing cost", "1 0 p 1\n1 0 p/d 0.5\n", NESTED_RUN, "json", 1, ("needs cost=",)),
+    (
+        "two assessors",
+        "1 0 p 1\n1 1 p 0\n1 0 p/d 0.5 cost=3\n",
+        NESTED_RUN,
+        "json",
+        1,
+        ("judged twice", ":2"),
+    ),
+]
+
+
+@pytest.mark.parametrize("case,qrels,run,to,code,words", CONVERT_BAD, ids=[c[0] for c in CONVERT_BAD])
+def test_convert_bad_input(tmp_path: Path, case, qrels, run, to, code, words) -> None:
+    q, r = tmp_path / "in.qrels", tmp_path / "in.run"
+    q.write_text(qrels)
+    r.write_text(run)
+    before = snapshot(tmp_path)
+    result = invoke(["convert", q, r, tmp_path / "t.json", tmp_path / "p.json", "--to", to])
+    clean_failure(result, code, *words)
+    assert snapshot(tmp_path) == before
+
+
+def test_convert_json_ids_that_trec_cannot_hold(tmp_path: Path) -> None:
+    truth, pred = tmp_path / "t.json", tmp_path / "p.json"
+    truth.write_text('{"q 1": {"u": [1, {"d": [0.5, 10]}]}}')
+    pred.write_text('{"q 1": {"u": [1.0, {"d": 1.0}]}}')
+    result = invoke(["convert", truth, pred, tmp_path / "q.txt", tmp_path / "r.txt"])
+    clean_failure(result, 1, "'q 1'", "whitespace")
+    assert not (tmp_path / "q.txt").exists() and not (tmp_path / "r.txt").exists()
+    clean_failure(invoke(["convert", truth, pred, tmp_path / "q", tmp_path / "r", "--tag", "a b"]), 2, "--tag")
+
+
+def test_convert_parquet_never_removes_a_foreign_directory(tmp_path: Path) -> None:
+    q, r = tmp_path / "q.txt", tmp_path / "run.txt"
+    q.write_text(QRELS)
+    r.write_text(RUN)
+    keep = tmp_path / "precious"
+    keep.mkdir()
+    (keep / "notes.txt").write_text("mine")
+    result = invoke(["convert", q, r, tmp_path / "q.parquet", keep, "--to", "parquet"])
+    clean_failure(result, 2, "refusing to replace")
+    assert (keep / "notes.txt").read_text() == "mine"
