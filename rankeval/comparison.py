@@ -825,6 +825,7 @@ def compare(
                 nest_sep=nest_sep,
                 max_docs=max_docs,
                 on_duplicate=on_duplicate,
+                registry=registry,  # names the plugin if a measure's code fails
                 progress=task("random baseline", work),
             )
             names = [*names, RANDOM]

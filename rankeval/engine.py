@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankeval.data import Qrels, Run, as_qrels, as_run
-from rankeval.errors import UsageError
+from rankeval.errors import MeasureError, UsageError, measure_guard, plugin_of
 from rankeval.measure import Measure
 from rankeval.ranked import Alignment, RankedLists
 
@@ -275,14 +275,80 @@ def evaluate_results(
             for measure, (query_ids, values, agg) in zip(measure_list, results, strict=True):
                 out.add(name, str(measure), query_ids, values, agg)
         return out
+    plugins = measure_plugins(computed, registry)
     for run in as_runs(runs):
         alignment = Alignment(qrels_obj, run, nest_sep=nest_sep, max_docs=max_docs, on_duplicate=on_duplicate)
-        for measure, as_computed in zip(measure_list, computed, strict=True):
-            view, query_ids, values, index = _per_query(alignment, as_computed, missing_zero)
-            out.add(
-                run.name, str(measure), query_ids, values, as_computed.aggregate_lists(view, values, index)
-            )
+        for measure, as_computed, plugin in zip(measure_list, computed, plugins, strict=True):
+            view, query_ids, values, index = _per_query(alignment, as_computed, missing_zero, plugin=plugin)
+            aggregate = aggregate_lists(as_computed, view, values, index, plugin)
+            out.add(run.name, str(measure), query_ids, values, aggregate)
     return out
+
+
+def measure_plugins(measures: Sequence[Measure], registry: Registry | None) -> list[str | None]:
+    """The plugin providing each measure, as *registry* knows it (``None``: let
+    :func:`~rankeval.errors.measure_guard` name it by the module that defines the class)."""
+    return [registry.plugin_of(m) if registry is not None else None for m in measures]
+
+
+def aggregate_lists(
+    measure: Measure, view: RankedLists, values: np.ndarray, index: np.ndarray, plugin: str | None = None
+) -> float:
+    """*measure*'s :meth:`~rankeval.Measure.aggregate_lists`, guarded: an exception, or a
+    result that is not a number, is a :class:`~rankeval.errors.MeasureError` naming the
+    measure and its plugin."""
+    with measure_guard(measure, "failed", plugin):
+        result = measure.aggregate_lists(view, values, index)
+    return as_number(result, measure, plugin)
+
+
+def aggregate(measure: Measure, values: np.ndarray, plugin: str | None = None) -> float:
+    """*measure*'s :meth:`~rankeval.Measure.aggregate` of *values*, guarded as
+    :func:`aggregate_lists`."""
+    with measure_guard(measure, "failed", plugin):
+        result = measure.aggregate(values)
+    return as_number(result, measure, plugin)
+
+
+def as_number(result: Any, measure: Measure, plugin: str | None = None) -> float:
+    """*result* of *measure*'s aggregate as a float (a 0-d array or numpy scalar is fine)."""
+    if isinstance(result, (bool, np.bool_)) or not isinstance(result, (int, float, np.number, np.ndarray)):
+        raise _bad_result(measure, plugin, f"returned {_kind_of(result)} as its aggregate, not a number")
+    arr = np.asarray(result)
+    if arr.shape != () or arr.dtype.kind not in "iuf":
+        raise _bad_result(measure, plugin, f"returned {_kind_of(result)} as its aggregate, not a number")
+    return float(arr)
+
+
+def as_values(result: Any, measure: Measure, num_queries: int, plugin: str | None = None) -> np.ndarray:
+    """*result* of *measure*'s ``compute`` as ``(num_queries,)`` float64 values: an array (or a
+    sequence) of numbers, one per query; anything else is a
+    :class:`~rankeval.errors.MeasureError` naming the measure and its plugin."""
+    if isinstance(result, (str, bytes, dict)) or result is None:
+        raise _bad_result(measure, plugin, f"returned {_kind_of(result)}, not one number per query")
+    try:
+        arr = np.asarray(result)
+        if arr.dtype.kind == "O":
+            arr = arr.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise _bad_result(
+            measure, plugin, f"returned {_kind_of(result)} that is not one number per query ({exc})"
+        ) from None
+    if arr.dtype.kind not in "biuf":
+        raise _bad_result(measure, plugin, f"returned {_kind_of(arr)} values, not numbers")
+    if arr.shape != (num_queries,):
+        raise _bad_result(measure, plugin, f"returned {arr.shape} values for {num_queries} queries")
+    return arr.astype(np.float64, copy=False)
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"an array of {value.dtype}"
+    return f"a {type(value).__name__}"
+
+
+def _bad_result(measure: Measure, plugin: str | None, what: str) -> MeasureError:
+    return MeasureError(f"measure {measure} (plugin {plugin or plugin_of(measure)}) {what}")
 
 
 def _dask_runs(runs: Any) -> list[tuple[str | Path, Run | None]]:
@@ -329,22 +395,32 @@ def _with_compat(measures: list[Measure], compat: str | None) -> list[Measure]:
 
 
 def _per_query(
-    alignment: Alignment, measure: Measure, missing_zero: bool, require_level: bool = True
+    alignment: Alignment,
+    measure: Measure,
+    missing_zero: bool,
+    require_level: bool = True,
+    plugin: str | None = None,
 ) -> tuple[RankedLists, np.ndarray, np.ndarray, np.ndarray]:
     """(ranked lists, query ids, values, index of each value's query in the lists'
     ``outer_ids``) of one measure on one aligned run, missing-query rule applied.
     *require_level*: a measure of nested items finding none is an error (the Dask engine
-    checks that over all partitions instead)."""
-    view = alignment.view(measure.view_level())
+    checks that over all partitions instead). The measure's own code (``view_level``,
+    ``compute``) runs guarded: its exceptions and a malformed result are a
+    :class:`~rankeval.errors.MeasureError` naming the measure and *plugin*."""
+    with measure_guard(measure, "failed", plugin):
+        level = measure.view_level()
+    if not isinstance(level, int) or isinstance(level, bool) or level < 1:
+        raise _bad_result(measure, plugin, f"returned {level!r} as its view_level, not a level >= 1")
+    view = alignment.view(level)
     if view.level > 1 and view.num_queries == 0 and require_level:
         raise UsageError(
             f"{measure} ranks nested items (level={view.level}), but no judged item of that level "
             f"was found: nested ids look like PARENT{alignment.sep}CHILD, where PARENT is itself an "
             "item of the query (see --nest-sep)"
         )
-    values = np.asarray(measure.compute(view), dtype=np.float64)
-    if values.shape != (view.num_queries,):
-        raise UsageError(f"measure {measure} returned {values.shape} values for {view.num_queries} queries")
+    with measure_guard(measure, "failed", plugin):
+        result = measure.compute(view)
+    values = as_values(result, measure, view.num_queries, plugin)
     # a query of the qrels that the run lacks is evaluated on an empty ranking, as trec_eval
     # -c does: every rank-based measure is 0 there, while e.g. NumRel keeps its count
     retrieved = view.retrieved

@@ -120,7 +120,7 @@ def measure_guard(measure: object, action: str = "failed", plugin: str | None = 
         raise ResourceError(
             f"out of memory while computing {measure}; try --engine dask or a machine with more memory"
         ) from exc
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in a plugin must not end rankeval silently
         reason = f"{type(exc).__name__}: {exc}".strip()
         name = plugin or plugin_of(measure)
         raise MeasureError(f"measure {measure} (plugin {name}) {action}: {clip(reason)}") from exc

@@ -160,9 +160,10 @@ def random_baseline(
     Returns:
         A :class:`RandomBaseline`.
     """
-    from rankeval.engine import resolve_measures
+    from rankeval.engine import aggregate, measure_plugins, resolve_measures
 
     measure_list = resolve_measures(measures, registry)
+    plugins = measure_plugins(measure_list, registry)
     if samples < 1:
         raise UsageError("samples must be a positive integer")
     if max_docs is not None and max_docs < 1:
@@ -197,11 +198,12 @@ def random_baseline(
                 is_exact[i] = True
             else:
                 values[i] = mean[j]
-            agg[i] = ms[j].aggregate(values[i]) if exact else float(s_agg[j].mean())
+            agg[i] = aggregate(ms[j], values[i], plugins[i]) if exact else float(s_agg[j].mean())
     if other:
         ms = [measure_list[i] for i in other]
         mean, s_agg, s_std = _engine_samples(
             ms,
+            [plugins[i] for i in other],
             qrels_obj,
             run_obj,
             query_ids,
@@ -535,6 +537,7 @@ def _classic_samples(
 # ------------------------------------------------------------ Monte Carlo (any measure)
 def _engine_samples(
     measures: list[Measure],
+    plugins: list[str | None],
     qrels: Qrels,
     run: Run,
     query_ids: np.ndarray,
@@ -548,11 +551,12 @@ def _engine_samples(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Monte Carlo through the measures themselves: the run (and the qrels) replicated
     once per random ordering, query ``s<US>qid`` of copy *s* with uniform random scores,
-    evaluated in chunks of about :data:`ROWS_PER_CHUNK` rows."""
+    evaluated in chunks of about :data:`ROWS_PER_CHUNK` rows. *plugins*: the plugin of each
+    measure, named if its code fails."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from rankeval.engine import _per_query
+    from rankeval.engine import _per_query, aggregate_lists
 
     n_q = len(query_ids)
     qpos = {str(q): i for i, q in enumerate(query_ids)}
@@ -607,7 +611,7 @@ def _engine_samples(
         for j, m in enumerate(measures):
             with warnings.catch_warnings():  # about the copies: noise (the real run was evaluated)
                 warnings.simplefilter("ignore", RankevalWarning)
-                view, ids, vals, index = _per_query(alignment, m, missing_zero)
+                view, ids, vals, index = _per_query(alignment, m, missing_zero, plugin=plugins[j])
             where = np.array([lookup[str(i)] for i in ids], dtype=np.int64)
             block[j].reshape(-1)[where] = vals
             if _custom_aggregate(m):
@@ -620,7 +624,7 @@ def _engine_samples(
                     sample_vals[j].append(
                         np.array(
                             [
-                                m.aggregate_lists(view, vals[sel], index[sel])
+                                aggregate_lists(m, view, vals[sel], index[sel], plugins[j])
                                 for sel in (order[bounds[s] : bounds[s + 1]] for s in range(rows))
                             ]
                         )

@@ -1,4 +1,12 @@
-"""The measure registry: names and aliases → measure classes; specs → measures."""
+"""The measure registry: names and aliases → measure classes; specs → measures.
+
+The registry also remembers which plugin provides each measure class (registered by its
+``register_measures`` hook, or returned by its ``resolve_measure`` hook), so that an error in
+a measure's own code can name the plugin (:meth:`Registry.plugin_of`). Every call into a
+plugin's code here -- ``register_measures``, ``resolve_measure``, building a measure from a
+spec -- is guarded: its exceptions become a recorded failure or a
+:class:`~rankeval.errors.PluginError` naming the plugin, never a traceback.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +16,27 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rankeval.errors import PluginError, SpecError
+from rankeval.errors import PluginError, RankevalError, SpecError, clip
+from rankeval.errors import plugin_of as module_plugin
 from rankeval.measure import Measure
 from rankeval.spec import MeasureSpec, Value, parse_specs
 
 if TYPE_CHECKING:
     import pluggy
 
-__all__ = ["MeasureEntry", "Registry"]
+__all__ = ["PLUGIN_FAULTS", "MeasureEntry", "Registry"]
 
 _TREC_CUT = re.compile(r"^(?P<base>.+?)[._](?P<k>\d+)$")
+
+PLUGIN_FAULTS = (Exception, SystemExit, KeyboardInterrupt)
+"""What a plugin's own code may raise while it is imported or registers its measures and still
+count as a broken plugin rather than end rankeval: ``sys.exit()`` or a stray
+``KeyboardInterrupt`` in a module body is the plugin's fault."""
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc)
+    return clip(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
 
 
 @dataclass(frozen=True)
@@ -32,6 +51,14 @@ class Registry:
     """Measure classes by name, filled by plugins through ``register_measures``.
 
     Build one with :func:`rankeval.plugins.load_registry`.
+
+    Attributes:
+        measures: registered measure classes by name.
+        plugins: loaded plugins by name, each with where it came from (``built-in``,
+            ``entry point``, ``-p``).
+        failures: plugins that failed to load or register, each with the reason.
+        autoload: whether plugins of the ``rankeval`` entry-point group were loaded (off with
+            ``RANKEVAL_DISABLE_PLUGIN_AUTOLOAD=1``).
     """
 
     def __init__(self, pm: pluggy.PluginManager | None = None) -> None:
@@ -41,6 +68,9 @@ class Registry:
         self.prefixes: dict[str, str] = {}
         self.plugins: dict[str, str] = {}
         self.failures: dict[str, str] = {}
+        self.autoload = True
+        # measure classes returned by resolve_measure hooks, with the plugin that returned them
+        self._resolved: dict[type[Measure], str] = {}
 
     # -- filling ---------------------------------------------------------------------
     def collect(self, plugin: str, hook: Callable[..., Any]) -> None:
@@ -55,11 +85,11 @@ class Registry:
             hook(register=register)
         except PluginError:
             raise
-        except Exception as exc:
+        except PLUGIN_FAULTS as exc:
             for name in added:
                 self.remove(name)
             self.plugins.pop(plugin, None)
-            self.failures[plugin] = f"register_measures failed: {type(exc).__name__}: {exc}"
+            self.failures[plugin] = f"register_measures failed: {_reason(exc)}"
 
     def add(self, cls: type[Measure], plugin: str) -> None:
         """Register *cls* as provided by *plugin*.
@@ -98,6 +128,16 @@ class Registry:
         return None
 
     # -- lookup ----------------------------------------------------------------------
+    def plugin_of(self, measure: Measure) -> str:
+        """Name of the plugin that provides *measure* (as ``rankeval plugins`` lists it): the
+        plugin that registered its class or whose ``resolve_measure`` hook returned it; for a
+        class this registry does not know, the top-level package that defines it."""
+        cls = type(measure)
+        entry = self.measures.get(getattr(cls, "name", ""))
+        if entry is not None and entry.cls is cls:
+            return entry.plugin
+        return self._resolved.get(cls) or module_plugin(measure)
+
     def __iter__(self) -> Iterator[MeasureEntry]:
         return iter(sorted(self.measures.values(), key=lambda e: e.cls.name.lower()))
 
@@ -119,22 +159,72 @@ class Registry:
         ``name.N`` forms, then the ``resolve_measure`` hook (ir_measures)."""
         name = spec.name
         if name in self.measures:
-            return self.measures[name].cls.from_spec(spec)
+            return self._build(self.measures[name], spec)
         if name in self.aliases:
             target, fixed = self.aliases[name]
-            return self.measures[target].cls.from_spec(spec, fixed)
+            return self._build(self.measures[target], spec, fixed)
         m = _TREC_CUT.match(name)
         if m and m.group("base") in self.prefixes:
             if spec.at is not None:
                 raise spec.error(f"{name!r} already has a cutoff; drop the '@' part")
-            cls = self.measures[self.prefixes[m.group("base")]].cls
+            entry = self.measures[self.prefixes[m.group("base")]]
             cut = Value("number", m.group("k"), spec.column + m.start("k"), float(m.group("k")))
-            return cls.from_spec(MeasureSpec(cls.name, spec.text, spec.column, (None, cut), spec.params))
-        if self.pm is not None:
-            found = self.pm.hook.resolve_measure(spec=spec.text)
-            if found is not None:
-                return found  # type: ignore[no-any-return]
+            return self._build(
+                entry, MeasureSpec(entry.cls.name, spec.text, spec.column, (None, cut), spec.params)
+            )
+        found = self._ask_resolvers(spec.text)
+        if found is not None:
+            return found
         known = sorted(set(self.measures) | set(self.aliases))
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else "; `rankeval measures` lists them"
         raise spec.error(f"unknown measure {name!r}{hint}")
+
+    def _build(
+        self, entry: MeasureEntry, spec: MeasureSpec, fixed: Mapping[str, Any] | None = None
+    ) -> Measure:
+        """``from_spec`` of a registered class: the parameter checks are the core's, but the
+        class's own ``__post_init__`` (or a broken annotation) is the plugin's code."""
+        try:
+            return entry.cls.from_spec(spec, fixed)
+        except RankevalError:
+            raise
+        except Exception as exc:
+            raise PluginError(
+                f"plugin {entry.plugin} failed building measure spec {spec.text!r}: {_reason(exc)}"
+            ) from exc
+
+    def _ask_resolvers(self, text: str) -> Measure | None:
+        """The first measure a ``resolve_measure`` hook returns for *text* (hooks are asked in
+        pluggy's order: the last registered plugin first, so ``-p`` plugins come before the
+        built-in ir_measures bridge). A hook that raises is a :class:`PluginError` naming its
+        plugin (its own :class:`~rankeval.errors.SpecError` passes through)."""
+        if self.pm is None:
+            return None
+        impls = self.pm.hook.resolve_measure.get_hookimpls()
+        if any(impl.hookwrapper or impl.wrapper for impl in impls):  # pragma: no cover - exotic
+            found = self.pm.hook.resolve_measure(spec=text)
+            return self._accept(found, "a resolve_measure hook", text)
+        for impl in reversed(impls):
+            try:
+                found = impl.function(spec=text)
+            except RankevalError:
+                raise
+            except (Exception, SystemExit) as exc:
+                raise PluginError(
+                    f"plugin {impl.plugin_name} failed resolving measure spec {text!r}: {_reason(exc)}"
+                ) from exc
+            if found is not None:
+                return self._accept(found, impl.plugin_name, text)
+        return None
+
+    def _accept(self, found: object, plugin: str, text: str) -> Measure | None:
+        if found is None:
+            return None
+        if not isinstance(found, Measure):
+            raise PluginError(
+                f"plugin {plugin} resolved measure spec {text!r} to {clip(repr(found))}, "
+                "which is not a rankeval Measure"
+            )
+        self._resolved.setdefault(type(found), plugin)
+        return found

@@ -195,7 +195,7 @@ def test_bad_arguments() -> None:
         ({"ci": "bca"}, "unknown ci"),
         ({"family": "x"}, "unknown family"),
         ({"alpha": 1.5}, "alpha must be between 0 and 1"),
-        ({"samples": 0}, "samples must be a positive integer"),
+        ({"samples": 0}, "samples must be an integer from 1 to 10,000,000"),
     ]:
         with pytest.raises(UsageError, match=msg):
             rankeval.compare(QRELS, RUNS, "AP", **kw)
@@ -518,7 +518,7 @@ def test_cli_plots(tmp_path) -> None:
         (["--pairs", "some"], "--pairs: unknown value 'some'"),
         (["-f", "html"], "--format: unknown value 'html'"),
         (["--alpha", "0"], "--alpha must be between 0 and 1"),
-        (["--samples", "0"], "--samples must be a positive integer"),
+        (["--samples", "0"], "samples must be an integer from 1 to 10,000,000"),
         (["--plot-format", "gif"], "--plot-format: unknown value 'gif'"),
         (["--curve", "nDCG@{5,10}"], "--curve writes a plot: give --plot DIR"),
         (["--plot", "/tmp/x", "--curve", "nDCG@10"], "a curve template needs exactly one"),

@@ -538,10 +538,11 @@ def test_rbp_through_irmeasures(files) -> None:
 
 
 def test_ir_measures_name_without_provider_is_a_clear_error(files) -> None:
-    """RBP without rel: ir_measures parses it but no installed provider computes it."""
+    """alpha_nDCG: ir_measures parses it but no installed provider (pyndeval) computes it —
+    an environment fault (exit 1) that names what to install."""
     q, r = files
-    result = invoke([q, r, "-m", "RBP(p=0.5)"])
-    assert result.exit_code == 2, result.output
+    result = invoke([q, r, "-m", "alpha_nDCG@10"])
+    assert result.exit_code == 1, result.output
     assert isinstance(result.exception, SystemExit)
     assert "none of its installed providers computes it" in result.output
-    assert "RBP(p=0.5)" in result.output
+    assert "pyndeval" in result.output

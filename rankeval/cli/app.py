@@ -283,6 +283,8 @@ def _list_plugins(registry: Any) -> None:
         typer.echo(f"{name}\t{origin}\t{', '.join(names)}{extra}")
     for name, why in registry.failures.items():
         typer.echo(f"{name}\tBROKEN\t{why}")
+    if not registry.autoload:
+        typer.echo("entry points\tDISABLED\tRANKEVAL_DISABLE_PLUGIN_AUTOLOAD is set; -p NAME loads one")
 
 
 @app.command("convert")
