@@ -5,8 +5,8 @@ the Markdown of every page:
 
 * ``<!-- measures -->`` — one section per measure of the registry (built-in plugins only,
   so the site does not depend on what else happens to be installed on the build machine):
-  name, description, definition (the class docstring), parameters, aliases, source and
-  providing plugin;
+  name, description, definition (the class docstring), parameters (type, domain, default,
+  help), aliases, source and providing plugin;
 * ``<!-- source: MODULE:NAME -->`` — the current source code of a class or function
   (``rankeval_trec:AP``), as a Python code block, so tutorials quote the real code;
 * ``<!-- help: NAME -->`` — the ``--help`` output of ``rankeval`` (NAME ``rankeval``) or of
@@ -46,6 +46,14 @@ def _default(value: Any) -> str:
     if value is None:
         return "`none`"
     return f"`{format_param_value(value)}`"
+
+
+def _domain(info: Any) -> str:
+    """The numbers a parameter accepts (``[0, 1]``); a dash for a parameter that is not a number
+    (its type column lists its choices)."""
+    if info.domain is not None:
+        return f"`{_cell(info.domain)}`"
+    return "—"
 
 
 def _anchor(name: str) -> str:
@@ -105,11 +113,13 @@ def measures_markdown() -> str:
         out.append(f"**Spec:** {forms}\n")
         params = cls.params()
         if params:
-            out.append("| Parameter | Type | Default | Description |")
-            out.append("|---|---|---|---|")
+            out.append("| Parameter | Type | Domain | Default | Description |")
+            out.append("|---|---|---|---|---|")
             for p in params:
                 name = f"`{p.name}`" + (" (the `@` value)" if p.name == cls.at else "")
-                out.append(f"| {name} | `{_cell(p.type_name)}` | {_default(p.default)} | {_cell(p.help)} |")
+                out.append(
+                    f"| {name} | `{_cell(p.type_name)}` | {_domain(p)} | {_default(p.default)} | {_cell(p.help)} |"
+                )
             out.append("")
         else:
             out.append("**Parameters:** none\n")

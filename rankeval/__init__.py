@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from rankeval.errors import InputError, PluginError, RankevalError, SpecError, UsageError
 from rankeval.hookspecs import hookimpl
-from rankeval.measure import Duration, Measure, param
+from rankeval.measure import Domain, Duration, Measure, param
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Comparison",
+    "Domain",
     "Duration",
     "InputError",
     "Measure",

@@ -234,7 +234,8 @@ _BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
 
 
 def format_value_text(text: str) -> str:
-    """Write a string value so that it parses back to itself (bare word or quoted)."""
-    if _BARE.match(text) or (_NUMBER.fullmatch(text) is not None):
+    """Write a string value so that it parses back to itself (bare word or quoted; ``none``
+    is quoted, so that it stays a string where ``None`` is also allowed)."""
+    if (_BARE.match(text) and text not in ("none", "None")) or _NUMBER.fullmatch(text) is not None:
         return text
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

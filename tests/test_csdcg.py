@@ -326,8 +326,8 @@ def test_missing_cutoff_is_an_error(spec):
     ("spec", "message"),
     [
         ("CS-DCG(agg=gmean)@10", "agg=gmean is not defined for CS-DCG, whose values can be negative"),
-        ("nCS-DCG@0", "cutoff must be a positive integer"),
-        ("nCS-DCG(cost=-1)@10", "cost must be a non-negative number"),
+        ("nCS-DCG@0", r"bad value for 'k': 0 is outside \[1, 2147483647\]"),
+        ("nCS-DCG(cost=-1)@10", r"bad value for 'cost': -1 is outside \[0, inf\)"),
         ("nCS-DCG(bounds=fast)@10", "expected one of exact, greedy"),
         ("nCS-DCG(gain=log)@10", "expected one of exp, linear"),
     ],

@@ -538,9 +538,10 @@ def test_spec_round_trip(spec, canonical):
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("recall_pct@0", "needs a percentage 0 < P <= 100"),
-        ("recall@101%", "needs a percentage 0 < P <= 100"),
-        ("reliability@2", "r must be a recall between 0 and 1"),
+        ("recall_pct", "needs a percentage 0 < P <= 100"),
+        ("recall_pct@0", "bad value for 'p': 0 is outside (0, 100]"),
+        ("recall@101%", "bad value for 'p': 101% is outside (0, 100]"),
+        ("reliability@2", r"bad value for 'r': 2 is outside \[0, 1]"),
         ("threshold(compat=trec)", "expected one of none, clef"),
         ("recall_threshold(est=mc)", "expected one of exact, ht, hh"),
     ],

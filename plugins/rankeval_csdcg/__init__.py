@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
-from rankeval import Measure, hookimpl, param
+from rankeval import Domain, Measure, hookimpl, param
 from rankeval.errors import RankevalWarning
 
 if TYPE_CHECKING:
@@ -337,15 +337,12 @@ class _CostSensitive(Measure):
 
     k: int | None = param(None, _CUTOFF)
     gain: Literal["exp", "linear"] = param("exp", _GAIN)
-    cost: float = param(12.0, _COST)
+    cost: float = param(12.0, _COST, domain=Domain(0))  # a negative cost would reward sensitivity
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.k is None:
             raise ValueError(f"{self.name} needs a cutoff, e.g. {self.name}@10")
-        if self.k < 1:
-            raise ValueError("cutoff must be a positive integer")
-        if not (self.cost >= 0 and np.isfinite(self.cost)):
-            raise ValueError("cost must be a non-negative number")
 
     @property
     def cutoff(self) -> int:
@@ -377,7 +374,10 @@ class _CostSensitive(Measure):
             sens = _sens_of(data, data.judged_items)
             gain = gain_of(data.judged_relevance, self.gain)
             solve = exact_bounds if method == "exact" else greedy_bounds
-            data._cache[key] = solve(jq, gain, sens, data.num_queries, self.cutoff, self.cost)
+            # no query fills more slots than it has judged documents: a larger k gives the
+            # same bounds, and would only size the arrays and loops (k may be 2**31 - 1)
+            k = min(self.cutoff, max(1, int(np.bincount(jq).max()) if len(jq) else 1))
+            data._cache[key] = solve(jq, gain, sens, data.num_queries, k, self.cost)
         return data._cache[key]  # type: ignore[no-any-return]
 
 

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
-from rankeval import Measure, hookimpl, param
+from rankeval import Domain, Measure, hookimpl, param
 from rankeval.errors import InputError, RankevalWarning, SpecError
 from rankeval.measure import format_param_value
 from rankeval.spec import MeasureSpec, Value, parse_spec
@@ -459,10 +459,6 @@ class _Tar(Measure):
 
     compat: Literal["none", "clef"] = param("none", _COMPAT)
 
-    def __post_init__(self) -> None:
-        if self.compat not in ("none", "clef"):
-            raise ValueError(f"compat must be none or clef, not {self.compat!r}")
-
     @property
     def clef(self) -> bool:
         """Whether the measure reproduces the CLEF evaluator (``compat=clef``)."""
@@ -681,11 +677,6 @@ class RecallThreshold(_Tar):
 
     est: Literal["exact", "ht", "hh"] = param("exact", _EST)
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.est not in ("exact", "ht", "hh"):
-            raise ValueError(f"est must be exact, ht or hh, not {self.est!r}")
-
     def value(self, s: Screening, data: RankedLists) -> np.ndarray:
         return _recall_threshold(self, s, data)
 
@@ -784,12 +775,16 @@ class RecallAt(_Tar):
     description: ClassVar[str] = "recall@P%: recall after screening P% of the N documents; pooled over topics"
     printed: ClassVar[str] = "gain"
 
-    p: float | None = param(None, "percentage P of the topic's N documents screened, 0 < P <= 100")
+    p: float | None = param(
+        None,
+        "percentage P of the topic's N documents screened (required: recall@10%)",
+        domain=Domain(0, 100, low_open=True),
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.p is None or not 0 < self.p <= 100:
-            raise ValueError(f"recall@P% needs a percentage 0 < P <= 100, e.g. recall@10%, not {self.p}")
+        if self.p is None:
+            raise ValueError("recall@P% needs a percentage 0 < P <= 100, e.g. recall@10%")
 
     @classmethod
     def from_spec(cls, spec: MeasureSpec, fixed: Any = None) -> Measure:
@@ -797,7 +792,7 @@ class RecallAt(_Tar):
 
         def plain(key: str | None, v: Value) -> Value:
             if key in (None, "p") and v.kind == "number" and v.unit == "%":
-                return Value(v.kind, v.text[:-1], v.column, v.number, None)
+                return Value(v.kind, v.text, v.column, v.number, None)  # text as written: 101%
             return v
 
         at = None if spec.at is None else (spec.at[0], plain(spec.at[0], spec.at[1]))
@@ -877,12 +872,7 @@ class Reliability(_Tar):
     description: ClassVar[str] = "Share of topics whose recall at the threshold is >= r; mean"
     source: ClassVar[str] = f"{CLEF}; Cormack & Grossman, SIGIR 2016"
 
-    r: float = param(0.95, "target recall (0.95 or 95%)")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not 0 <= self.r <= 1:
-            raise ValueError(f"r must be a recall between 0 and 1 (or a percentage), not {self.r}")
+    r: float = param(0.95, "target recall (0.95 or 95%)", domain=Domain(0, 1))
 
     def value(self, s: Screening, data: RankedLists) -> np.ndarray:
         return (_recall_threshold(self, s, data) >= self.r).astype(np.float64)
@@ -904,10 +894,6 @@ class REst(Measure):
     est: Literal["ht", "hh"] = param(
         "ht", "estimator: ht = Horvitz-Thompson (pi=), hh = Hansen-Hurwitz (p=, draws=)"
     )
-
-    def __post_init__(self) -> None:
-        if self.est not in ("ht", "hh"):
-            raise ValueError(f"est must be ht or hh, not {self.est!r}")
 
     def compute(self, data: RankedLists) -> np.ndarray:
         return _estimates(data, self.est, False)[0]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
-from rankeval import Duration, Measure, hookimpl, param
+from rankeval import Domain, Duration, Measure, hookimpl, param
 from rankeval.errors import InputError
 
 if TYPE_CHECKING:
@@ -28,6 +28,13 @@ if TYPE_CHECKING:
 
 SMUCKER_CLARKE = "Smucker & Clarke, Time-based calibration of effectiveness measures, SIGIR 2012"
 SHING = "Shing, Resnik & Oard, A Prioritization Model for Suicidality Risk Assessment, ACL 2020"
+
+# parameter domains: the user model's probabilities are in [0, 1] (above 1, TBG exceeds the
+# number of relevant items; below 0, it is negative); times, word costs and the default cost
+# are finite and >= 0 (0 leaves that part of the time out); a grade threshold is any integer
+_P = Domain(0, 1)
+_NONNEG = Domain(0)
+_GRADE = Domain(-(2**31), 2**31 - 1)
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -42,7 +49,9 @@ def _grid(seg: np.ndarray, pos: np.ndarray, values: np.ndarray, nseg: int, fill:
 def _exclusive_cumsum(seg: np.ndarray, pos: np.ndarray, values: np.ndarray, nseg: int) -> np.ndarray:
     """Sum of the values before each row within its segment (exact per segment)."""
     grid = _grid(seg, pos, values, nseg)
-    before = np.cumsum(grid, axis=1) - grid
+    # shifted rather than cumsum - grid: exact, and no inf - inf = NaN for huge times
+    before = np.zeros_like(grid)
+    np.cumsum(grid[:, :-1], axis=1, out=before[:, 1:])
     return before[seg, pos]  # type: ignore[no-any-return]
 
 
@@ -85,7 +94,7 @@ def _items(data: RankedLists, smax: float) -> _Items:
     first_share[index] = share
     stop[single] = first_share[single]
     cost = np.full(n, np.nan)
-    given = data.qrels.number_attribute("cost")  # NaN where not given
+    given = data.qrels.number_attribute("cost", "the reading cost", minimum=0)  # NaN where not given
     has = ~np.isnan(given)
     cost[index[has]] = given[has]
     items = _Items(stop, cost)
@@ -103,22 +112,24 @@ class _TimeBiased(Measure):
     normalised: ClassVar[bool] = False
 
     h: Duration = param(Duration(224), "half-life of the user's persistence (units s, m, h)")  # noqa: RUF009
-    p_click_rel: float = param(0.64, "probability of clicking a relevant item's summary")
-    p_click_nonrel: float = param(0.39, "probability of clicking a non-relevant item's summary")
-    p_save_rel: float = param(0.77, "probability of saving a relevant item once read")
+    p_click_rel: float = param(0.64, "probability of clicking a relevant item's summary", domain=_P)
+    p_click_nonrel: float = param(0.39, "probability of clicking a non-relevant item's summary", domain=_P)
+    p_save_rel: float = param(0.77, "probability of saving a relevant item once read", domain=_P)
     p_save_nonrel: float = param(
-        0.27, "probability of saving a non-relevant item (no gain; kept for the model)"
+        0.27, "probability of saving a non-relevant item (no gain; kept for the model)", domain=_P
     )
-    t_summary: float = param(4.4, "seconds to read a summary")
-    t_alpha: float = param(0.018, "seconds per word read")
-    t_beta: float = param(7.8, "seconds of overhead per item read")
-    rel: int = param(1, "minimum relevance grade of a relevant (at-risk) individual")
-    max_docs: int = param(50, "documents read per individual at most (0 = all)")
+    t_summary: float = param(4.4, "seconds to read a summary", domain=_NONNEG)
+    t_alpha: float = param(0.018, "seconds per word read", domain=_NONNEG)
+    t_beta: float = param(7.8, "seconds of overhead per item read", domain=_NONNEG)
+    rel: int = param(1, "minimum relevance grade of a relevant (at-risk) individual", domain=_GRADE)
+    max_docs: int = param(50, "documents read per individual at most (0 = all)", domain=Domain(0, 2**31 - 1))
     smax: float = param(
-        1.0, "maximum label: a child's stopping probability is min(label, smax)/smax per assessor"
+        1.0,
+        "maximum label: a child's stopping probability is min(label, smax)/smax per assessor",
+        domain=Domain(0, low_open=True),  # a divisor
     )
     default_cost: float | None = param(
-        None, "cost of an item without cost= (none: missing costs are an error)"
+        None, "cost of an item without cost= (none: missing costs are an error)", domain=_NONNEG
     )
     ideal: bool = param(False, "the value of the ideal ranking instead (Theorems 3.2 and 3.3)")
     ideal_rule: Literal["exact", "reference"] = param(
@@ -126,14 +137,6 @@ class _TimeBiased(Measure):
         "exact: the ideal is the maximum over all rankings; reference: as the hTBG reference's "
         "best_possible_htbg (posts in R/W order cut at max_docs, every at-risk individual gains)",
     )
-
-    def __post_init__(self) -> None:
-        if self.h <= 0:
-            raise ValueError("half-life h must be positive")
-        if self.max_docs < 0:
-            raise ValueError("max_docs must be 0 (all) or positive")
-        if self.smax <= 0:
-            raise ValueError("smax must be positive")
 
     # -- the user model ---------------------------------------------------------------
     def _shared_key(self) -> tuple[Any, ...]:

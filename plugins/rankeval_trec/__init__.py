@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from rankeval import Measure, hookimpl, param
+from rankeval import Domain, Measure, hookimpl, param
 
 if TYPE_CHECKING:
     from rankeval.ranked import RankedLists
@@ -26,6 +26,9 @@ TREC_EVAL = "trec_eval 9.0.8 (github usnistgov/trec_eval)"
 _REL = "minimum relevance grade counted as relevant (trec_eval -l)"
 _LEVEL = "nesting level ranked: 1 = top-level items, 2 = children within each parent"
 _CUTOFF = "rank cutoff (none = all retrieved)"
+# a grade threshold may be 0 or negative (trec_eval -l 0 counts every judged document with a
+# grade >= 0); unjudged documents are never relevant whatever the threshold
+_GRADE = Domain(-(2**31), 2**31 - 1)
 
 
 def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -50,23 +53,8 @@ def _within_cumsum(q: np.ndarray, values: np.ndarray) -> np.ndarray:
     return total - np.repeat(before, np.diff(np.concatenate((first, [len(q)]))))
 
 
-def _check_cutoff(k: int | None) -> None:
-    if k is not None and k < 1:
-        raise ValueError("cutoff must be a positive integer")
-
-
 @dataclass(frozen=True)
-class _Flat(Measure):
-    """Shared validation of the classic measures' parameters."""
-
-    def __post_init__(self) -> None:
-        _check_cutoff(getattr(self, "k", None))
-        if getattr(self, "level", 1) < 1:
-            raise ValueError("level must be 1 or more")
-
-
-@dataclass(frozen=True)
-class AP(_Flat):
+class AP(Measure):
     """Average precision: mean of the precision at each relevant retrieved document, over
     all relevant documents of the query (trec_eval ``map``; ``map_cut.k`` with a cutoff)."""
 
@@ -78,7 +66,7 @@ class AP(_Flat):
     trec_prefixes: ClassVar = ("map_cut",)
 
     k: int | None = param(None, _CUTOFF)
-    rel: int = param(1, _REL)
+    rel: int = param(1, _REL, domain=_GRADE)
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
@@ -91,7 +79,7 @@ class AP(_Flat):
 
 
 @dataclass(frozen=True)
-class NDCG(_Flat):
+class NDCG(Measure):
     """Normalised discounted cumulative gain, trec_eval's ``ndcg`` / ``ndcg_cut.k``: gain =
     relevance grade, discount log2(rank + 1), ideal ranking of all judged documents."""
 
@@ -123,7 +111,7 @@ class NDCG(_Flat):
 
 
 @dataclass(frozen=True)
-class P(_Flat):
+class P(Measure):
     """Precision at k: relevant documents in the top k divided by k (trec_eval ``P.k``);
     without a cutoff, over all retrieved documents (trec_eval ``set_P``)."""
 
@@ -134,7 +122,7 @@ class P(_Flat):
     trec_prefixes: ClassVar = ("P",)
 
     k: int | None = param(None, _CUTOFF)
-    rel: int = param(1, _REL)
+    rel: int = param(1, _REL, domain=_GRADE)
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
@@ -145,7 +133,7 @@ class P(_Flat):
 
 
 @dataclass(frozen=True)
-class R(_Flat):
+class R(Measure):
     """Recall at k: relevant documents in the top k over all relevant documents
     (trec_eval ``recall.k``; ``set_recall`` without a cutoff)."""
 
@@ -157,7 +145,7 @@ class R(_Flat):
     trec_prefixes: ClassVar = ("recall",)
 
     k: int | None = param(None, _CUTOFF)
-    rel: int = param(1, _REL)
+    rel: int = param(1, _REL, domain=_GRADE)
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
@@ -165,7 +153,7 @@ class R(_Flat):
 
 
 @dataclass(frozen=True)
-class RR(_Flat):
+class RR(Measure):
     """Reciprocal rank of the first relevant document (trec_eval ``recip_rank``); 0 if
     none is retrieved (or none within the cutoff)."""
 
@@ -176,7 +164,7 @@ class RR(_Flat):
     aliases: ClassVar = {"recip_rank": {}, "MRR": {}}
 
     k: int | None = param(None, _CUTOFF)
-    rel: int = param(1, _REL)
+    rel: int = param(1, _REL, domain=_GRADE)
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
@@ -187,14 +175,14 @@ class RR(_Flat):
 
 
 @dataclass(frozen=True)
-class Rprec(_Flat):
+class Rprec(Measure):
     """Precision at rank R, R being the number of relevant documents (trec_eval ``Rprec``)."""
 
     name: ClassVar[str] = "Rprec"
     description: ClassVar[str] = "Precision at R (number of relevant documents); trec_eval Rprec"
     source: ClassVar[str] = TREC_EVAL
 
-    rel: int = param(1, _REL)
+    rel: int = param(1, _REL, domain=_GRADE)
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
@@ -205,7 +193,7 @@ class Rprec(_Flat):
 
 
 @dataclass(frozen=True)
-class Bpref(_Flat):
+class Bpref(Measure):
     """Binary preference (Buckley & Voorhees, SIGIR 2004), as trec_eval ``bpref``: for each
     relevant retrieved document, 1 - min(n, R)/min(N, R), n the judged non-relevant documents
     ranked above it, N all judged non-relevant, R all relevant; summed and divided by R."""
@@ -215,7 +203,7 @@ class Bpref(_Flat):
     source: ClassVar[str] = TREC_EVAL + "; Buckley & Voorhees, SIGIR 2004"
     aliases: ClassVar = {"bpref": {}}
 
-    rel: int = param(1, _REL)
+    rel: int = param(1, _REL, domain=_GRADE)
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
@@ -239,7 +227,7 @@ class Bpref(_Flat):
 
 
 @dataclass(frozen=True)
-class Success(_Flat):
+class Success(Measure):
     """1 if a relevant document is in the top k, else 0 (trec_eval ``success.k``)."""
 
     name: ClassVar[str] = "Success"
@@ -249,7 +237,7 @@ class Success(_Flat):
     trec_prefixes: ClassVar = ("success",)
 
     k: int | None = param(None, _CUTOFF)
-    rel: int = param(1, _REL)
+    rel: int = param(1, _REL, domain=_GRADE)
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
@@ -257,7 +245,7 @@ class Success(_Flat):
 
 
 @dataclass(frozen=True)
-class NumRet(_Flat):
+class NumRet(Measure):
     """Number of retrieved documents (trec_eval ``num_ret``; summed over queries)."""
 
     name: ClassVar[str] = "NumRet"
@@ -273,7 +261,7 @@ class NumRet(_Flat):
 
 
 @dataclass(frozen=True)
-class NumRel(_Flat):
+class NumRel(Measure):
     """Number of relevant documents in the qrels (trec_eval ``num_rel``; summed)."""
 
     name: ClassVar[str] = "NumRel"
@@ -282,7 +270,7 @@ class NumRel(_Flat):
     aliases: ClassVar = {"num_rel": {}}
     integer: ClassVar[bool] = True
 
-    rel: int = param(1, _REL)
+    rel: int = param(1, _REL, domain=_GRADE)
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
@@ -290,7 +278,7 @@ class NumRel(_Flat):
 
 
 @dataclass(frozen=True)
-class NumRelRet(_Flat):
+class NumRelRet(Measure):
     """Number of relevant documents retrieved (trec_eval ``num_rel_ret``; summed)."""
 
     name: ClassVar[str] = "NumRelRet"
@@ -299,7 +287,7 @@ class NumRelRet(_Flat):
     aliases: ClassVar = {"num_rel_ret": {}}
     integer: ClassVar[bool] = True
 
-    rel: int = param(1, _REL)
+    rel: int = param(1, _REL, domain=_GRADE)
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
@@ -307,7 +295,7 @@ class NumRelRet(_Flat):
 
 
 @dataclass(frozen=True)
-class Judged(_Flat):
+class Judged(Measure):
     """Share of the top k retrieved documents that have a judgment (any grade), over
     min(k, retrieved), as ir_measures' ``Judged@k``."""
 

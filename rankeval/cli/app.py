@@ -261,7 +261,8 @@ def _list_measures(registry: Any) -> None:
         typer.echo(f"{cls.name}{at}  [plugin: {entry.plugin}]")
         typer.echo(f"    {cls.description}")
         for info in cls.params():
-            typer.echo(f"    {info.name}: {info.type_name} = {info.default}  — {info.help}")
+            domain = f" in {info.domain}" if info.domain else ""
+            typer.echo(f"    {info.name}: {info.type_name}{domain} = {info.default}  — {info.help}")
         aliases = [*cls.aliases, *(f"{x}.N" for x in cls.trec_prefixes)]
         if aliases:
             typer.echo(f"    aliases: {', '.join(aliases)}")
