@@ -11,7 +11,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rankeval.errors import InputError, PluginError, RankevalError, SpecError, UsageError
+from rankeval.errors import (
+    EngineError,
+    InputError,
+    MeasureError,
+    OutputError,
+    PluginError,
+    RankevalError,
+    ResourceError,
+    SpecError,
+    UsageError,
+)
 from rankeval.hookspecs import hookimpl
 from rankeval.measure import Domain, Duration, Measure, param
 
@@ -21,12 +31,16 @@ __all__ = [
     "Comparison",
     "Domain",
     "Duration",
+    "EngineError",
     "InputError",
     "Measure",
+    "MeasureError",
+    "OutputError",
     "PluginError",
     "Qrels",
     "RandomBaseline",
     "RankevalError",
+    "ResourceError",
     "Run",
     "SpecError",
     "UsageError",
