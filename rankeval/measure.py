@@ -480,9 +480,17 @@ def convert_value(value: Value, tp: Any) -> Any:
                     f"expected an integer of at most {_MAX_DIGITS} digits, found {_found(value)}"
                 )
             return int(value.text)  # exact, even beyond 2**53 (a float would round it)
-        if value.kind != "number" or value.unit is not None or not (value.number or 0.0).is_integer():
-            raise ValueError(f"expected an integer, found {_found(value)}")
-        return int(value.number or 0.0)  # 1e3, 10.0
+        if value.kind == "number" and value.unit is None:
+            import decimal
+
+            try:  # exact: 0.99999999999999999 is not an integer, though float64 rounds it to 1
+                exact = decimal.Decimal(value.text)
+            except decimal.InvalidOperation:
+                exact = None
+            if exact is not None and exact.is_finite() and exact.adjusted() < _MAX_DIGITS:
+                if exact == exact.to_integral_value():
+                    return int(exact)  # 1e3, 10.0
+        raise ValueError(f"expected an integer, found {_found(value)}")
     if tp is float:
         if value.kind != "number" or value.number is None or value.unit not in (None, "%"):
             raise ValueError(f"expected a number, found {_found(value)}")

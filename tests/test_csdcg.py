@@ -373,3 +373,17 @@ def test_registered_by_the_builtin_plugin():
     registry = load_registry(entry_points=False)
     for name in ("CS-DCG", "nCS-DCG", "CS-DCG-neg"):
         assert registry.measures[name].plugin == "rankeval_csdcg"
+
+
+def test_exp_gain_overflow_is_an_error(tmp_path) -> None:
+    """A grade whose 2^rel overflows float64 is refused with gain=exp (it used to print inf
+    and nan silently); gain=linear computes it."""
+    from rankeval.errors import InputError
+
+    q, r = tmp_path / "q.txt", tmp_path / "r.txt"
+    q.write_text("q 0 d1 1024\nq 0 d2 1\n")
+    r.write_text("q Q0 d1 1 3 t\nq Q0 d2 2 2 t\n")
+    with pytest.raises(InputError, match="too large for gain=exp"):
+        rankeval.evaluate(q, r, ["nCS-DCG@10"])
+    df = rankeval.evaluate(q, r, ["CS-DCG(gain=linear)@10"])
+    assert np.isfinite(df["value"]).all()

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 
 from rankeval import Domain, Measure, hookimpl, param
-from rankeval.errors import RankevalWarning
+from rankeval.errors import InputError, RankevalWarning
 
 if TYPE_CHECKING:
     from rankeval.ranked import RankedLists
@@ -48,10 +48,19 @@ _GAIN = "gain of a grade: exp = 2^rel - 1 (the paper), linear = rel; grades belo
 _COST = "cost C of showing a document of sensitivity grade 1 (the paper's C_s for k = 10)"
 
 
+MAX_EXP_GRADE = 1000
+"""Largest relevance grade gain=exp accepts (2^1000 leaves room for sums over 2^23 documents)."""
+
 # ------------------------------------------------------------------------------ helpers
 def gain_of(rel: np.ndarray, kind: str) -> np.ndarray:
     """Gain of relevance grades: ``2^rel - 1`` (``exp``) or ``rel`` (``linear``); 0 below 0."""
     rel = np.maximum(np.asarray(rel, dtype=np.float64), 0.0)
+    if kind == "exp" and len(rel) and rel.max() > MAX_EXP_GRADE:
+        # 2^1024 is inf in float64, and sums of inf gains give inf - inf = NaN in the bounds
+        raise InputError(
+            f"relevance grade {rel.max():g} is too large for gain=exp (2^rel - 1 overflows above "
+            f"grade {MAX_EXP_GRADE}); use gain=linear"
+        )
     return np.exp2(rel) - 1.0 if kind == "exp" else rel
 
 

@@ -40,7 +40,7 @@ import subprocess
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -81,9 +81,12 @@ class IrMeasure(Measure):
     source: ClassVar[str] = "ir_measures (github terrierteam/ir_measures) and its providers"
 
     spec: str = param("", "the measure in ir_measures syntax")
+    # the spec as the user wrote it: printed, so that it parses back to this bridge measure —
+    # ir_measures' own spelling of e.g. RPrec is 'Rprec', which is a native measure's name
+    spelling: str = field(default="", compare=False, metadata={"help": "the spec as written"})
 
     def __str__(self) -> str:
-        return self.spec
+        return self.spelling or self.spec
 
     def compute(self, data: RankedLists) -> np.ndarray:
         import ir_measures
@@ -177,7 +180,11 @@ def resolve_measure(spec: str) -> Measure | None:
         measure = _parse(ir_measures, spec, name)
         _validate(ir_measures, measure, spec)
     cls = IrCount if isinstance(measure.aggregator(), ir_measures.measures.SumAgg) else IrMeasure
-    return cls(spec=str(measure))
+    canonical = str(measure)
+    # the registry did not know this name; ir_measures' canonical name may be one it knows
+    # (RPrec -> Rprec): then print the user's spelling, which parses back to this measure
+    spelling = spec if _base_name(canonical) != name else ""
+    return cls(spec=canonical, spelling=spelling)
 
 
 def _base_name(spec: str) -> str | None:
