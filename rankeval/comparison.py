@@ -55,9 +55,6 @@ FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex")
 SPREADS = ("none", "std", "se")
 #: name of the random-ranking baseline's row
 RANDOM = "random"
-MAX_SAMPLES = 10_000_000
-"""Most resamples (or random orderings) a comparison draws: the resampled means take 8 bytes
-per sample and pair of runs (80 MB each at this bound)."""
 ALL = "all"
 #: columns of :meth:`Comparison.to_dataframe` (and of json/jsonl/tsv/csv output), in order
 COLUMNS = (
@@ -765,8 +762,8 @@ def compare(
     _check("ci", ci, CIS)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
         raise UsageError(f"alpha must be between 0 and 1 (exclusive), not {alpha!r}")
-    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= MAX_SAMPLES:
-        raise UsageError(f"samples must be an integer from 1 to {MAX_SAMPLES:,}, not {samples!r}")
+    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= stats.MAX_SAMPLES:
+        raise UsageError(f"samples must be an integer from 1 to {stats.MAX_SAMPLES:,}, not {samples!r}")
     measure_list = resolve_measures(measures, registry)
     qrels_obj = as_qrels(qrels)
     if docinfo is not None:

@@ -34,6 +34,35 @@ ALL = "all"
 COLUMNS = ["run", "query_id", "measure", "value"]
 
 
+MAX_INT = 2**31 - 1
+
+
+def check_options(max_docs: Any = None, nest_sep: Any = "/") -> None:
+    """Check the evaluation options shared by :func:`evaluate`, :func:`rankeval.compare` and
+    :func:`rankeval.random_baseline`.
+
+    Raises:
+        UsageError: *max_docs* is not ``None`` or an integer from 1 to 2**31 - 1; *nest_sep* is
+            not ``None`` or a non-empty string without whitespace.
+    """
+    import numbers
+
+    if max_docs is not None and (
+        isinstance(max_docs, bool)
+        or not isinstance(max_docs, numbers.Integral)
+        or not 1 <= int(max_docs) <= MAX_INT
+    ):
+        raise UsageError(f"max_docs must be an integer from 1 to {MAX_INT} (or None), not {max_docs!r}")
+    if nest_sep is not None and (
+        not isinstance(nest_sep, str)
+        or not nest_sep
+        or any(c.isspace() or not c.isprintable() for c in nest_sep)
+    ):
+        raise UsageError(
+            f"nest_sep must be a non-empty string without whitespace (or None: no nesting), not {nest_sep!r}"
+        )
+
+
 def resolve_measures(
     measures: str | Measure | Iterable[str | Measure], registry: Registry | None = None
 ) -> list[Measure]:
@@ -41,6 +70,8 @@ def resolve_measures(
     without duplicates, in the order given."""
     if isinstance(measures, (str, Measure)):
         measures = [measures]
+    elif not isinstance(measures, Iterable):
+        raise UsageError(f"measures must be a spec, a Measure or a list of them, not {measures!r}")
     out: list[Measure] = []
     for m in measures:
         if isinstance(m, str):
@@ -88,6 +119,8 @@ def as_runs(runs: Any) -> list[Run]:
         out = [as_run(r) for r in runs]
     else:
         out = [as_run(runs)]
+    if not out:
+        raise UsageError("no runs given; expected a run (a path, a DataFrame, a dict) or a list of them")
     names = [r.name for r in out]
     for name in {n for n in names if names.count(n) > 1}:
         # same file name in different folders: name those runs by their tag column (as
@@ -248,8 +281,7 @@ def evaluate_results(
     if engine not in ENGINES:
         raise UsageError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     measure_list = resolve_measures(measures, registry)
-    if max_docs is not None and max_docs < 1:
-        raise UsageError("max_docs must be a positive integer")
+    check_options(max_docs, nest_sep)
     computed = _with_compat(measure_list, compat)
     qrels_obj: Qrels = as_qrels(qrels)
     if docinfo is not None:

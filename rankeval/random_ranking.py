@@ -38,9 +38,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankeval.data import Qrels, Run, as_qrels, as_run
+from rankeval.engine import check_options
 from rankeval.errors import RankevalWarning, UsageError
 from rankeval.measure import Measure
 from rankeval.ranked import Alignment, RankedLists, segment_offsets
+from rankeval.stats import MAX_SAMPLES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -164,10 +166,9 @@ def random_baseline(
 
     measure_list = resolve_measures(measures, registry)
     plugins = measure_plugins(measure_list, registry)
-    if samples < 1:
-        raise UsageError("samples must be a positive integer")
-    if max_docs is not None and max_docs < 1:
-        raise UsageError("max_docs must be a positive integer")
+    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= MAX_SAMPLES:
+        raise UsageError(f"samples must be an integer from 1 to {MAX_SAMPLES:,}, not {samples!r}")
+    check_options(max_docs, nest_sep)
     qrels_obj: Qrels = as_qrels(qrels)
     if docinfo is not None:
         qrels_obj = qrels_obj.with_docinfo(docinfo)

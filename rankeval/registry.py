@@ -143,6 +143,8 @@ class Registry:
 
     def parse(self, text: str) -> Measure:
         """Parse one spec into a measure (``"nDCG@10"``, ``"AP(rel=2)"``, ``"P.5"``)."""
+        if not isinstance(text, str):
+            raise SpecError(f"a measure spec is a string, not {type(text).__name__}", source="measure spec")
         measures = self.parse_many(text)
         if len(measures) != 1:
             raise SpecError(

@@ -51,8 +51,13 @@ import numpy as np
 
 from rankeval.errors import UsageError
 
+MAX_SAMPLES = 10_000_000
+"""Most resamples (or random orderings) a comparison or random baseline draws: the resampled
+means take 8 bytes per sample and pair of runs (80 MB each at this bound)."""
+
 __all__ = [
     "CORRECTIONS",
+    "MAX_SAMPLES",
     "TESTS",
     "adjust",
     "bootstrap",

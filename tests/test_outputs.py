@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import rankeval
 from rankeval.cli.app import app
 from rankeval.errors import OutputError, UsageError
 from rankeval.outputs import check_outputs, write_output, write_outputs
@@ -408,3 +409,29 @@ def test_convert_parquet_never_removes_a_foreign_directory(tmp_path: Path) -> No
     result = invoke(["convert", q, r, tmp_path / "q.parquet", keep, "--to", "parquet"])
     clean_failure(result, 2, "refusing to replace")
     assert (keep / "notes.txt").read_text() == "mine"
+
+
+# ------------------------------------------------------------------------ Python API misuse
+API_MISUSE = [
+    ("measures not iterable", lambda q, r: rankeval.evaluate(q, r, 123), "measures must be"),
+    ("measures None", lambda q, r: rankeval.evaluate(q, r, None), "measures must be"),
+    ("no runs", lambda q, r: rankeval.evaluate(q, [], ["AP"]), "no runs given"),
+    ("max_docs str", lambda q, r: rankeval.evaluate(q, r, ["AP"], max_docs="5"), "max_docs"),
+    ("max_docs float", lambda q, r: rankeval.evaluate(q, r, ["AP"], max_docs=2.5), "max_docs"),
+    ("max_docs huge", lambda q, r: rankeval.evaluate(q, r, ["AP"], max_docs=2**40), "max_docs"),
+    ("nest_sep empty", lambda q, r: rankeval.evaluate(q, r, ["AP"], nest_sep=""), "nest_sep"),
+    ("nest_sep space", lambda q, r: rankeval.evaluate(q, r, ["AP"], nest_sep=" "), "nest_sep"),
+    ("spec not a string", lambda q, r: rankeval.parse_measure(5), "a measure spec is a string"),
+    (
+        "random baseline samples",
+        lambda q, r: rankeval.random_baseline(q, r, ["AP"], samples=10**12),
+        "samples must be an integer from 1 to 10,000,000",
+    ),
+]
+
+
+@pytest.mark.parametrize("case,call,words", API_MISUSE, ids=[c[0] for c in API_MISUSE])
+def test_api_misuse_is_a_usage_error(files, case, call, words) -> None:
+    q, r = files
+    with pytest.raises(UsageError, match=words):
+        call(q, r)
