@@ -347,9 +347,9 @@ def test_measures_command() -> None:
             break
         block.append(line.strip())
     assert block[0] == "Average precision (MAP when averaged); trec_eval map / map_cut"
-    assert any(line.startswith("k: int (optional) = None") for line in block)
-    assert any(line.startswith("rel: int = 1") for line in block)
-    assert any(line.startswith("level: int = 1") for line in block)
+    assert any(line.startswith("k: int (optional) in [1, 2147483647] = None") for line in block)
+    assert any(line.startswith("rel: int in [-2147483648, 2147483647] = 1") for line in block)
+    assert any(line.startswith("level: int in [1, 2147483647] = 1") for line in block)
     assert "aliases: map, MAP, map_cut.N" in block
     assert "nDCG@k  [plugin: rankeval_trec]" in lines
     assert "Bpref  [plugin: rankeval_trec]" in lines
