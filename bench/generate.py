@@ -31,12 +31,15 @@ def generate(out: Path, queries: int, depth: int, seed: int = 42) -> tuple[Path,
     qrels_path = out / "qrels.txt"
     with qrels_path.open("w") as fh:
         for i, q in enumerate(qids):
+            judged = set()
             for _ in range(n_rel[i]):
                 if rng.random() < 0.8:
                     doc = docs[i, rng.integers(0, depth)]
                 else:
                     doc = rng.integers(0, collection)
-                fh.write(f"{q} 0 {doc} 1\n")
+                if doc not in judged:  # the same judgment twice is an input error (as in trec_eval)
+                    judged.add(doc)
+                    fh.write(f"{q} 0 {doc} 1\n")
     run_path = out / "run.txt"
     with run_path.open("w") as fh:
         for i, q in enumerate(qids):

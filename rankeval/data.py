@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rankeval import htbg_json, io
-from rankeval.errors import InputError, UsageError
+from rankeval import htbg_json, inputs, io
+from rankeval.errors import InputError, RankevalError, UsageError, clip
 
 if TYPE_CHECKING:
     import numpy as np
@@ -155,40 +155,43 @@ class Qrels:
 
     @classmethod
     def read(cls, source: str | Path) -> Qrels:
-        """Read a TREC qrels file (``-`` = stdin, compressed files accepted).
+        """Read a TREC qrels file (``-`` = stdin, compressed files accepted), a Parquet file
+        written by ``rankeval convert --to parquet`` or an hTBG truth JSON file.
 
         A *source* that is not an existing path is tried as an ir_datasets id.
-        """
-        if str(source) != "-" and not Path(source).exists() and _looks_like_dataset_id(str(source)):
-            return cls.from_ir_datasets(str(source))
-        if str(source).endswith(".parquet"):  # written by `rankeval convert --to parquet`
-            import pyarrow.parquet as pq
 
-            table = pq.read_table(source)
-            missing = {"query_id", "iteration", "doc_id", "relevance", "line"} - set(table.column_names)
-            if missing:
-                raise InputError(
-                    f"not a rankeval qrels Parquet file: no column(s) {sorted(missing)}", source=str(source)
-                )
-            return cls(table, io.source_name(source))
+        Raises:
+            InputError: the path is missing, unreadable or a directory; a bad line (naming
+                the file, line and column); no judgment at all; a relevance that is not
+                finite; the same ``(query_id, iteration, doc_id)`` twice.
+            ResourceError: memory ran out while reading.
+        """
+        _check_source(source)
+        kind = inputs.path_kind(source)
+        if kind == "missing" and _looks_like_dataset_id(str(source)):
+            return cls.from_ir_datasets(str(source))
+        name = io.source_name(source)
+        if str(source).endswith(".parquet") and kind in ("file", "directory"):  # `convert --to parquet`
+            return cls(_read_parquet_qrels(source), name)
         if htbg_json.is_json(source):
             import pyarrow as pa
 
-            rows = htbg_json.read_truth(source)
-            table = pa.table(
-                {
-                    "query_id": pa.array([r[0] for r in rows], pa.string()),
-                    "iteration": pa.array([r[1] for r in rows], pa.string()),
-                    "doc_id": pa.array([r[2] for r in rows], pa.string()),
-                    "relevance": pa.array([r[3] for r in rows], pa.float64()),
-                    "line": pa.array([0] * len(rows), pa.int64()),
-                    "cost": pa.array([r[4] for r in rows], pa.string()),
-                }
-            )
-            if any(r[5] is not None for r in rows):
-                table = table.append_column("exclude", pa.array([r[5] for r in rows], pa.string()))
-            return cls(table, io.source_name(source))
-        return cls(io.read_qrels_table(source), io.source_name(source))
+            with inputs.reading(source, "qrels"):
+                rows = htbg_json.read_truth(source)
+                table = pa.table(
+                    {
+                        "query_id": pa.array([r[0] for r in rows], pa.string()),
+                        "iteration": pa.array([r[1] for r in rows], pa.string()),
+                        "doc_id": pa.array([r[2] for r in rows], pa.string()),
+                        "relevance": pa.array([r[3] for r in rows], pa.float64()),
+                        "line": pa.array([0] * len(rows), pa.int64()),
+                        "cost": pa.array([r[4] for r in rows], pa.string()),
+                    }
+                )
+                if any(r[5] is not None for r in rows):
+                    table = table.append_column("exclude", pa.array([r[5] for r in rows], pa.string()))
+            return cls(table, name)
+        return cls(io.read_qrels_table(source), name)
 
     @classmethod
     def from_ir_datasets(cls, dataset_id: str) -> Qrels:
@@ -209,6 +212,8 @@ class Qrels:
             rows = [(q.query_id, q.iteration, q.doc_id, q.relevance) for q in dataset.qrels_iter()]
         except Exception as exc:
             raise InputError(f"could not load qrels from ir_datasets: {exc}", source=dataset_id) from None
+        if not rows:
+            raise InputError("no judgments: this ir_datasets dataset's qrels are empty", source=dataset_id)
         frame = pd.DataFrame(rows, columns=["query_id", "iteration", "doc_id", "relevance"])
         return cls.from_frame(frame, source=dataset_id)
 
@@ -217,6 +222,11 @@ class Qrels:
         """Build from a DataFrame with ``query_id, doc_id, relevance`` (``iteration`` optional).
 
         Any other column is kept as an attribute.
+
+        Raises:
+            UsageError: a required column is missing, or the relevance is not numeric.
+            InputError: a relevance that is not finite, or the same ``(query_id,
+                iteration, doc_id)`` on two rows (naming both), as in a qrels file.
         """
         import pyarrow as pa
 
@@ -229,7 +239,7 @@ class Qrels:
                 frame["iteration"].astype(str) if "iteration" in frame else ["0"] * len(frame), pa.string()
             ),
             "doc_id": pa.array(frame["doc_id"].astype(str), pa.string()),
-            "relevance": pa.array(frame["relevance"].astype("float64"), pa.float64()),
+            "relevance": pa.array(_floats(frame["relevance"], "relevance", source), pa.float64()),
             "line": pa.array([0] * len(frame), pa.int64()),
         }
         for c in frame.columns:
@@ -238,14 +248,16 @@ class Qrels:
                 cols[str(c)] = pa.array(
                     [None if v is None or v != v else str(v) for v in values], pa.string()
                 )
-        return cls(pa.table(cols), source)
+        table = pa.table(cols)
+        io.check_judgments(table, source)
+        return cls(table, source)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Mapping[str, float]], source: str = "<dict>") -> Qrels:
         """Build from ``{query_id: {doc_id: relevance}}`` (the pytrec_eval/ir_measures shape)."""
         import pandas as pd
 
-        rows = [(str(q), str(d), float(r)) for q, docs in data.items() for d, r in docs.items()]
+        rows = _dict_rows(data, "relevance", source)
         return cls.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance"]), source)
 
 
@@ -284,10 +296,11 @@ class Run:
         if self.source is None:
             return None, text
         line = int(self.lines[row]) if self.lines is not None else row + 1
-        if self.source != "<stdin>" and Path(self.source).is_file():
-            raw = io.read_bytes(self.source).split(b"\n")
-            if line <= len(raw):
-                text = raw[line - 1].decode("utf-8", "replace").rstrip("\r")
+        if self.source != "<stdin>" and self.tie_break != "qrels":  # "qrels": read from JSON
+            try:
+                text = _nth_line(io.read_bytes(self.source), line) or text
+            except RankevalError:  # the file went away or changed: the rebuilt text will do
+                pass
         return line, text
 
     def __repr__(self) -> str:
@@ -303,18 +316,26 @@ class Run:
 
     @classmethod
     def read(cls, source: str | Path, name: str | None = None) -> Run:
-        """Read a TREC run file (``-`` = stdin, compressed files accepted).
+        """Read a TREC run file (``-`` = stdin, compressed files accepted) or an hTBG
+        prediction JSON file.
 
         The run is named *name*, or by its file name.
+
+        Raises:
+            InputError: the path is missing, unreadable or a directory; a bad line (naming
+                the file, line and column); no line at all; a NaN score.
+            ResourceError: memory ran out while reading.
         """
+        _check_source(source)
         if name is None:
             name = "stdin" if str(source) == "-" else Path(source).name
         if htbg_json.is_json(source):
-            rows = htbg_json.read_prediction(source)
             import pandas as pd
 
-            frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
-            run = cls.from_frame(frame, name)
+            with inputs.reading(source, "run"):
+                rows = htbg_json.read_prediction(source)
+                frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+                run = cls.from_frame(frame, name)
             run.source, run.tie_break = io.source_name(source), "qrels"
             return run
         table, lines = io.read_run_table(source)
@@ -322,7 +343,12 @@ class Run:
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, name: str = "run") -> Run:
-        """Build from a DataFrame with ``query_id, doc_id, score`` (``q0``, ``tag`` optional)."""
+        """Build from a DataFrame with ``query_id, doc_id, score`` (``q0``, ``tag`` optional).
+
+        Raises:
+            UsageError: a required column is missing, or the score is not numeric.
+            InputError: a NaN score (naming the row), as in a run file.
+        """
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -340,10 +366,19 @@ class Run:
                 "query_id": col("query_id", ""),
                 "q0": col("q0", "Q0"),
                 "doc_id": pa.array(frame["doc_id"].astype(str), pa.string()),
-                "score": pa.array(frame["score"].astype("float64"), pa.float64()),
+                "score": pa.array(_floats(frame["score"], "score", name), pa.float64()),
                 "tag": col("tag", name),
             }
         )
+        # pandas' NaN becomes a null in pyarrow: both are a NaN score
+        nan = pc.fill_null(pc.is_nan(table.column("score")), True).to_numpy(zero_copy_only=False)
+        if nan.any():
+            row = int(nan.argmax())
+            raise InputError(
+                f"score is NaN (row {row + 1}); expected a number (inf and -inf are allowed, "
+                "NaN cannot be ranked)",
+                source=name,
+            )
         return cls(table, name)
 
     @classmethod
@@ -351,8 +386,39 @@ class Run:
         """Build from ``{query_id: {doc_id: score}}`` (the pytrec_eval/ir_measures shape)."""
         import pandas as pd
 
-        rows = [(str(q), str(d), float(s)) for q, docs in data.items() for d, s in docs.items()]
+        rows = _dict_rows(data, "score", f"<dict {name}>")
         return cls.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "score"]), name)
+
+
+def _check_source(source: Any) -> None:
+    if not isinstance(source, (str, Path)):
+        raise UsageError(f"expected a path (or '-' for standard input), not {type(source).__name__}")
+
+
+def _dict_rows(data: Any, what: str, source: str) -> list[tuple[str, str, float]]:
+    """``(query_id, doc_id, number)`` rows of ``{query_id: {doc_id: number}}``.
+
+    Raises:
+        UsageError: *data* is not of that shape, or a value is not a number (naming the
+            query and document). The finiteness rules are checked by ``from_frame``.
+    """
+    import numbers
+
+    if not isinstance(data, Mapping):
+        raise UsageError(f"{source}: expected {{query_id: {{doc_id: {what}}}}}, found {type(data).__name__}")
+    rows = []
+    for q, docs in data.items():
+        if not isinstance(docs, Mapping):
+            raise UsageError(
+                f"{source}: query {q!r} maps to {type(docs).__name__}; expected {{doc_id: {what}}}"
+            )
+        for d, v in docs.items():
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise UsageError(
+                    f"{source}: query {q!r} document {d!r}: expected a number for the {what}, found {v!r}"
+                )
+            rows.append((str(q), str(d), float(v)))
+    return rows
 
 
 def _pair_codes(table: pa.Table) -> np.ndarray:
@@ -370,6 +436,69 @@ def _pair_codes(table: pa.Table) -> np.ndarray:
     (q, _), (d, nd) = codes
     inverse: np.ndarray = np.unique(q * max(nd, 1) + d, return_inverse=True)[1]
     return inverse.ravel()
+
+
+def _nth_line(data: bytes, line: int) -> str | None:
+    """Text of 1-based line *line* of *data* (at most ``MAX_ECHO`` characters), or ``None``."""
+    import numpy as np
+
+    from rankeval.errors import MAX_ECHO
+
+    ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 10)
+    if line > len(ends) + 1:
+        return None
+    start = int(ends[line - 2]) + 1 if line > 1 else 0
+    end = int(ends[line - 1]) if line <= len(ends) else len(data)
+    return data[start : min(end, start + 4 * MAX_ECHO)].decode("utf-8", "replace").rstrip("\r")[:MAX_ECHO]
+
+
+def _floats(values: Any, what: str, source: str) -> Any:
+    """A DataFrame column as float64, or a :class:`UsageError` naming the column."""
+    try:
+        return values.astype("float64")
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"the {what} column is not numeric: {clip(str(exc), 100)}", source=source) from None
+
+
+def _read_parquet_qrels(source: str | Path) -> pa.Table:
+    """Qrels written by ``rankeval convert --to parquet``, checked as a qrels file is."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    name = io.source_name(source)
+    with inputs.reading(source, "qrels"):
+        try:
+            table = pq.read_table(source)
+        except pa.ArrowException as exc:
+            if isinstance(exc, (OSError, MemoryError)):
+                raise
+            raise InputError(f"not a readable Parquet file: {clip(str(exc), 100)}", source=name) from None
+        missing = {"query_id", "iteration", "doc_id", "relevance", "line"} - set(table.column_names)
+        if missing:
+            raise InputError(
+                f"not a rankeval qrels Parquet file: no column(s) {sorted(missing)}", source=name
+            )
+        if table.num_rows == 0:
+            raise InputError("no judgments: the Parquet file has no rows", source=name)
+        try:
+            table = table.set_column(
+                table.column_names.index("relevance"),
+                "relevance",
+                table.column("relevance").cast(pa.float64()),
+            )
+            for key in ("query_id", "iteration", "doc_id"):
+                table = table.set_column(
+                    table.column_names.index(key), key, table.column(key).cast(pa.string())
+                )
+            table = table.set_column(
+                table.column_names.index("line"), "line", table.column("line").cast(pa.int64())
+            )
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise InputError(
+                f"not a rankeval qrels Parquet file: {clip(str(exc), 100)}", source=name
+            ) from None
+        io.check_judgments(table, name)
+    return table
 
 
 def _looks_like_dataset_id(text: str) -> bool:
@@ -402,6 +531,8 @@ def as_run(run: Any, name: str | None = None) -> Run:
         return run
     if isinstance(run, (str, Path)):
         return Run.read(run, name)
+    if run is None or isinstance(run, (int, float, bytes)):
+        raise UsageError(f"cannot use {run!r} as a run (path, DataFrame, dict or Run)")
     pd = sys.modules.get("pandas")  # a DataFrame implies pandas is loaded
     if pd is not None and isinstance(run, pd.DataFrame):
         return Run.from_frame(run, name or "run")

@@ -2,36 +2,65 @@
 
 Two paths, one result:
 
-* the **fast path** hands a clean run file (one space or one tab between columns) straight
-  to pyarrow's multi-threaded CSV parser;
-* the **general path** reads whole lines, trims them and splits on any whitespace with
-  vectorised pyarrow kernels. It accepts comments, blank lines, CRLF, a UTF-8 BOM, runs of
-  mixed whitespace, trailing junk columns (as trec_eval does) and ``key=value`` attributes,
-  and it knows every line number, so it is also what reports errors.
+* the **fast path** hands a clean run file (one space or one tab between columns; plain or
+  compressed, decompressed as a stream) straight to pyarrow's multi-threaded CSV parser;
+* the **general path** reads whole lines, trims them and splits on ASCII whitespace (space,
+  tab, CR, LF, VT, FF: what trec_eval's ``sscanf`` splits on) with vectorised pyarrow
+  kernels. It accepts comments, blank lines, CRLF, a UTF-8 BOM, runs of mixed whitespace,
+  trailing junk columns (as trec_eval does) and ``key=value`` attributes, and it knows every
+  line number, so it is also what reports errors: whenever the fast path meets anything
+  unusual it steps aside and the general path decides.
 
-There is no Python loop per line, except when a file fails to decode as UTF-8 and the
-offending line has to be found for the error message.
+Files are opened only through :mod:`rankeval.inputs` (one error handling for missing,
+unreadable and directory paths; streaming decompression; memory limits); the general path's
+line splitting and its checks are in :mod:`rankeval.lines`.
+
+What is an error (an :class:`~rankeval.errors.InputError` naming the file, the line and,
+where useful, the column):
+
+* a line longer than :data:`MAX_LINE` (1 MiB); the message echoes at most 200 characters;
+* a control byte (``\\x00``-``\\x08``, ``\\x0e``-``\\x1f``, ``\\x7f``) anywhere in a line:
+  ids cannot contain them and trec_eval would read them differently; UTF-16 or UTF-32 text
+  is recognised and named; text that is not valid UTF-8;
+* too few columns, a score or relevance that is not a number, a NaN score (``±inf`` are
+  valid scores, ranked first or last), a relevance that is not finite;
+* the same ``(query_id, iteration, doc_id)`` on two qrels lines (naming both, as trec_eval
+  rejects them), the same docno on two lines of a docinfo file;
+* more than :data:`MAX_ATTRIBUTES` different ``key=value`` names in one file;
+* a file without any judgment (qrels) or any line (run): empty, blank or only comments.
+
+There is no Python loop per line, except on the error path (to find the offending line).
 """
 
 from __future__ import annotations
 
-import bz2
-import gzip
-import lzma
-import sys
-import zlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rankeval import inputs
 from rankeval.errors import InputError
+from rankeval.inputs import source_name
+from rankeval.lines import (
+    MAX_LINE,
+    Lines,
+    need_columns,
+    show,
+    split_lines,
+    to_float,
+)
 
 if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
 __all__ = [
+    "MAX_ATTRIBUTES",
+    "MAX_LINE",
     "RESERVED",
+    "check_judgments",
+    "is_compressed",
+    "parse_qrels",
+    "parse_run",
     "read_bytes",
     "read_docinfo_table",
     "read_qrels_table",
@@ -39,206 +68,63 @@ __all__ = [
     "source_name",
 ]
 
-_MAGIC = {b"\x1f\x8b": gzip.decompress, b"BZh": bz2.decompress, b"\xfd7zXZ\x00": lzma.decompress}
+MAX_ATTRIBUTES = 100
+"""Most different ``key=value`` names one qrels or docinfo file may use: each becomes a
+column with one entry per line, so their number multiplies the memory a file takes."""
+
 _BOM = b"\xef\xbb\xbf"
 RUN_COLUMNS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
 RESERVED = ("query_id", "iteration", "doc_id", "relevance", "line")
 """Columns of a qrels table that are not attributes: no ``key=value`` may use these names."""
 
 
-def source_name(source: str | Path) -> str:
-    """Name used for *source* in messages (``<stdin>`` for ``-``)."""
-    return "<stdin>" if str(source) == "-" else str(source)
-
-
 def is_compressed(path: str | Path) -> bool:
-    """Whether the file at *path* starts with gzip, bz2 or xz magic bytes."""
-    with Path(path).open("rb") as fh:
-        head = fh.read(8)
-    return any(head.startswith(m) for m in _MAGIC)
+    """Whether the file at *path* starts with gzip, bzip2 or xz magic bytes.
+
+    Raises:
+        InputError: the file cannot be read (missing, a directory, permission denied ...).
+    """
+    return inputs.compression_of(inputs.read_raw_head(path, 16)) is not None
 
 
 def read_bytes(source: str | Path) -> bytes:
-    """Whole file as bytes: stdin for ``-``; gzip, bz2 and xz decompressed by magic bytes."""
-    name = source_name(source)
-    try:
-        if str(source) == "-":
-            data = sys.stdin.buffer.read()
-        else:
-            data = Path(source).read_bytes()
-    except FileNotFoundError:
-        raise InputError("file not found", source=name) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a file", source=name) from None
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", source=name) from None
-    for magic, decompress in _MAGIC.items():
-        if data.startswith(magic):
-            try:
-                data = decompress(data)
-            except (OSError, EOFError, lzma.LZMAError, ValueError, zlib.error) as exc:
-                raise InputError(f"corrupt compressed file: {exc}", source=name) from None
-            break
+    """Whole file as bytes: stdin for ``-``; gzip, bzip2 and xz decompressed (as a stream,
+    detected by magic bytes); a UTF-8 byte order mark removed.
+
+    Raises:
+        InputError: the file cannot be read, or its compressed data is corrupt.
+        ResourceError: it decompresses to more than the memory available.
+    """
+    data = inputs.read_all(source)
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
     return data
 
 
-def _check_utf8(data: bytes, name: str) -> None:
-    """Raise an InputError naming the first line that is not valid UTF-8."""
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        start = data.rfind(b"\n", 0, exc.start) + 1
-        end = data.find(b"\n", exc.start)
-        text = data[start : end if end >= 0 else len(data)].decode("utf-8", "replace")
-        raise InputError(
-            "not valid UTF-8 text",
-            source=name,
-            line=line,
-            column=exc.start - start + 1,
-            text=text.rstrip("\r"),
-        ) from None
+def _empty(data: bytes, name: str, what: str, expected: str) -> InputError:
+    """The error for a file that gave no content line."""
+    if not data:
+        how = "the file is empty"
+        if name == "<stdin>":
+            how = "stdin gave no data (it can be read only once: if '-' was also the qrels, it was read for them)"
+    elif data.isspace():
+        how = "the file has only blank lines"
+    else:
+        how = "the file has only comments and blank lines"
+    return InputError(f"{what}: {how}; expected lines '{expected}'", source=name)
 
 
-@dataclass
-class _Lines:
-    """Content lines of a text file, split on whitespace (the general path)."""
-
-    name: str
-    tokens: pa.ListArray  # per content line, its whitespace-separated fields
-    line: np.ndarray  # 1-based line number of each content line
-    raw: pa.Array  # the original text of each content line (for messages)
-
-    def fail(self, row: int, message: str, field: int | None = None) -> InputError:
-        """An InputError for content line *row*, pointing at field *field* (0-based)."""
-        text = str(self.raw[row].as_py()).rstrip("\r")
-        column = None
-        if field is not None:
-            column = _field_column(text, field)
-        return InputError(message, source=self.name, line=int(self.line[row]), column=column, text=text)
-
-    def column(self, i: int) -> pa.Array:
-        import pyarrow.compute as pc
-
-        return pc.list_element(self.tokens, i)
-
-
-def _field_column(text: str, field: int) -> int:
-    """1-based column where whitespace-separated field *field* of *text* starts."""
-    pos = 0
-    n = len(text)
-    for i in range(field + 1):
-        while pos < n and text[pos].isspace():
-            pos += 1
-        if i == field:
-            return pos + 1
-        while pos < n and not text[pos].isspace():
-            pos += 1
-    return n + 1
-
-
-def _split_lines(data: bytes, name: str, first_line: int = 1) -> _Lines:
-    """The content lines of *data* split on whitespace; *first_line* is the line number of
-    its first line (a block of a larger file)."""
-    lines = _split_content_lines(data, name)
-    if first_line != 1:
-        lines.line = lines.line + (first_line - 1)
-    return lines
-
-
-def _split_content_lines(data: bytes, name: str) -> _Lines:
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.csv as pcsv
-
-    if not data or data.isspace():
-        empty = pa.array([], pa.string())
-        return _Lines(name, pc.utf8_split_whitespace(empty), np.zeros(0, np.int64), empty)
-    if b"\x1f" in data:
-        pos = data.index(b"\x1f")
-        line = data.count(b"\n", 0, pos) + 1
-        raise InputError("unexpected control character \\x1f", source=name, line=line)
-    try:
-        table = pcsv.read_csv(
-            pa.BufferReader(data),
-            read_options=pcsv.ReadOptions(column_names=["line"], block_size=1 << 24),
-            parse_options=pcsv.ParseOptions(delimiter="\x1f", quote_char=False, ignore_empty_lines=False),
-            convert_options=pcsv.ConvertOptions(
-                column_types={"line": pa.string()},
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
-        )
-    except pa.ArrowInvalid:
-        _check_utf8(data, name)
-        raise
-    if table.num_rows == 0:
-        empty = pa.array([], pa.string())
-        return _Lines(name, pc.ascii_split_whitespace(empty), np.zeros(0, np.int64), empty)
-    raw = table.column("line").combine_chunks()
-    tokens = pc.utf8_split_whitespace(raw)
-    flat = tokens.values
-    flat_offsets = np.frombuffer(flat.buffers()[1], np.int32)[flat.offset : flat.offset + len(flat) + 1]
-    if len(flat) and (np.diff(flat_offsets) > 0).all():
-        # no empty field: no blank line and no leading or trailing whitespace, so only
-        # comment lines (first field starts with '#') can need dropping
-        offsets = np.frombuffer(tokens.buffers()[1], np.int32)[
-            tokens.offset : tokens.offset + len(tokens) + 1
-        ]
-        first_byte = np.frombuffer(flat.buffers()[2], np.uint8)[flat_offsets[offsets[:-1]]]
-        if not (first_byte == ord("#")).any():
-            return _Lines(name, tokens, np.arange(1, len(raw) + 1), raw)
-    del tokens, flat
-    trimmed = pc.utf8_trim_whitespace(raw)
-    keep = pc.and_(pc.not_equal(pc.utf8_length(trimmed), 0), pc.invert(pc.starts_with(trimmed, "#")))
-    line_numbers = np.flatnonzero(keep.to_numpy(zero_copy_only=False)) + 1
-    return _Lines(name, pc.utf8_split_whitespace(trimmed.filter(keep)), line_numbers, raw.filter(keep))
-
-
-def _need_columns(lines: _Lines, count: int, what: str) -> None:
-    import numpy as np
-    import pyarrow.compute as pc
-
-    n = pc.list_value_length(lines.tokens).to_numpy()
-    bad = np.flatnonzero(n < count)
-    if bad.size:
-        row = int(bad[0])
-        raise lines.fail(row, f"expected {count} columns ({what}), found {int(n[row])}", int(n[row]))
-
-
-def _to_float(lines: _Lines, field: int, what: str) -> pa.Array:
-    """Column *field* as float64, or an error naming the first line that is not a number."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    col = lines.column(field)
-    try:
-        return pc.cast(col, pa.float64())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        pass
-    ok = pc.match_substring_regex(
-        col, r"^[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|(?i:nan|inf|infinity))$"
-    )
-    bad = np.flatnonzero(~ok.to_numpy(zero_copy_only=False))
-    row = int(bad[0]) if bad.size else 0
-    raise lines.fail(row, f"expected a number for {what}, found {col[row].as_py()!r}", field)
-
-
-def _dict(arr: pa.Array) -> pa.Array:
+def _dict(arr: pa.Array | pa.ChunkedArray) -> pa.DictionaryArray:
     import pyarrow as pa
     import pyarrow.compute as pc
 
     out = pc.dictionary_encode(arr)
     if isinstance(out, pa.ChunkedArray):
-        out = out.combine_chunks()
+        out = out.unify_dictionaries().combine_chunks() if out.num_chunks else pa.array([], out.type)
     return out
 
 
-def _attributes(lines: _Lines, first: int, where: str, reserved: set[str]) -> dict[str, pa.Array]:
+def _attributes(lines: Lines, first: int, where: str, reserved: set[str]) -> dict[str, pa.Array]:
     """The ``key=value`` fields of *lines* from field *first* on: one string column per key,
     null on the lines that do not give it.
 
@@ -266,21 +152,34 @@ def _attributes(lines: _Lines, first: int, where: str, reserved: set[str]) -> di
     if bad.size:
         i = int(bad[0])
         raise lines.fail(
-            int(parent[i]), f"expected key=value attribute {where}, found {flat[i].as_py()!r}", field_no(i)
+            int(parent[i]),
+            f"expected key=value attribute {where}, found {show(flat[i].as_py())}",
+            field_no(i),
         )
     parts = pc.split_pattern(flat, "=", max_splits=1)
     keys = pc.list_element(parts, 0)
     values = pc.list_element(parts, 1)
-    for key in pc.unique(keys).to_pylist():
+    names = pc.unique(keys)
+    if len(names) > MAX_ATTRIBUTES:
+        i = int(
+            np.flatnonzero(pc.is_in(keys, value_set=names[MAX_ATTRIBUTES:]).to_numpy(zero_copy_only=False))[0]
+        )
+        raise lines.fail(
+            int(parent[i]),
+            f"more than {MAX_ATTRIBUTES} different attribute names (key=value); expected a few, "
+            "such as cost= and sens=",
+            field_no(i),
+        )
+    for key in names.to_pylist():
         mask = pc.equal(keys, key).to_numpy(zero_copy_only=False)
         rows = parent[mask]
         if key in reserved:
             i = int(np.flatnonzero(mask)[0])
-            raise lines.fail(int(parent[i]), f"attribute name {key!r} is reserved", field_no(i))
+            raise lines.fail(int(parent[i]), f"attribute name {show(key)} is reserved", field_no(i))
         dup = np.flatnonzero(np.diff(rows) == 0)
         if dup.size:
             i = int(np.flatnonzero(mask)[dup[0] + 1])
-            raise lines.fail(int(parent[i]), f"attribute {key!r} given twice on one line", field_no(i))
+            raise lines.fail(int(parent[i]), f"attribute {show(key)} given twice on one line", field_no(i))
         # scatter this key's values onto their lines (null elsewhere), all in pyarrow
         index = np.full(len(lines.line), -1, dtype=np.int64)
         index[rows] = np.arange(len(rows))
@@ -289,14 +188,10 @@ def _attributes(lines: _Lines, first: int, where: str, reserved: set[str]) -> di
 
 
 # ---------------------------------------------------------------------------- runs
-def _run_fast(path: Path) -> pa.Table | None:
-    """Parse a clean, uncompressed run file with pyarrow directly; ``None`` if not clean."""
-    import pyarrow as pa
-    import pyarrow.csv as pcsv
-
-    with path.open("rb") as fh:
-        head = fh.read(1 << 16)
-    if not head or any(head.startswith(m) for m in _MAGIC) or head.startswith(_BOM):
+def _fast_sample_ok(head: bytes) -> bytes | None:
+    """The delimiter if the first 64 KiB of a run look like clean one-space or one-tab
+    separated lines, else ``None``."""
+    if not head or head.startswith(_BOM) or inputs.compression_of(head) is not None:
         return None
     sample = head[: head.rfind(b"\n") + 1] or head
     has_tab, has_space = b"\t" in sample, b" " in sample
@@ -313,37 +208,63 @@ def _run_fast(path: Path) -> pa.Table | None:
         or b"\n\n" in sample
     ):
         return None
-    dict_type = pa.dictionary(pa.int32(), pa.string())
+    return delim
+
+
+def _run_fast(source: str | Path) -> pa.Table | None:
+    """Parse a clean run file (plain, or compressed: decompressed as a stream) with
+    pyarrow's CSV reader directly; ``None`` if it is not clean, and the general path decides.
+
+    Raises:
+        InputError: the compressed data is corrupt (the general path would say the same).
+        ResourceError: it decompresses to more than the memory available.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+
+    delim = _fast_sample_ok(inputs.read_head(source, 1 << 16))
+    if delim is None:
+        return None
+    options = {
+        "read_options": pcsv.ReadOptions(column_names=list(RUN_COLUMNS), block_size=1 << 24),
+        "parse_options": pcsv.ParseOptions(
+            delimiter=delim.decode(), quote_char=False, ignore_empty_lines=False
+        ),
+        "convert_options": pcsv.ConvertOptions(
+            column_types={
+                "query_id": pa.dictionary(pa.int32(), pa.string()),
+                # q0 and tag are nearly always one constant: plain strings parse faster
+                # than dictionaries, and _compact() encodes them after
+                "q0": pa.string(),
+                "doc_id": pa.string(),
+                "score": pa.float64(),
+                "tag": pa.string(),
+            },
+            # the rank is ignored, as trec_eval does, and not even converted (that would
+            # cost 4% of the whole read): its text is the one thing this path leaves unchecked
+            include_columns=["query_id", "q0", "doc_id", "score", "tag"],
+            null_values=[],
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        ),
+    }
     try:
-        # an explicit stream: no guessing of compression from the file name
-        with pa.OSFile(str(path)) as stream:
-            table = pcsv.read_csv(
-                stream,
-                read_options=pcsv.ReadOptions(column_names=list(RUN_COLUMNS), block_size=1 << 24),
-                parse_options=pcsv.ParseOptions(
-                    delimiter=delim.decode(), quote_char=False, ignore_empty_lines=False
-                ),
-                convert_options=pcsv.ConvertOptions(
-                    column_types={
-                        "query_id": dict_type,
-                        # q0 and tag are nearly always one constant: plain strings parse
-                        # faster than dictionaries, and _compact() encodes them after
-                        "q0": pa.string(),
-                        "doc_id": pa.string(),
-                        "rank": pa.string(),
-                        "score": pa.float64(),
-                        "tag": pa.string(),
-                    },
-                    include_columns=["query_id", "q0", "doc_id", "score", "tag"],
-                    null_values=[],
-                    strings_can_be_null=False,
-                    quoted_strings_can_be_null=False,
-                ),
-            )
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
+        with inputs.open_input(source) as opened:
+            if opened.compression is None:
+                # pyarrow's own file reader: faster than a Python stream (no compression
+                # guessed from the file name either)
+                with pa.OSFile(str(source)) as stream:
+                    table = pcsv.read_csv(stream, **options)
+            else:
+                table = pcsv.read_csv(opened.stream, **options)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None  # anything unusual: the general path reads it or explains the error
     columns = {name: table.column(name) for name in table.column_names}
     del table
+    score = columns["score"]
+    if score.null_count or not pc.all(pc.is_finite(score), min_count=0).as_py():
+        return None  # a NaN is an error; an infinite score may be a megabyte of digits
     out: dict[str, pa.Array | pa.ChunkedArray] = {}
     for name in list(columns):
         col = columns.pop(name)
@@ -359,15 +280,18 @@ def _run_fast(path: Path) -> pa.Table | None:
         else:
             out[name] = col.combine_chunks()
         del col
-    # the sample looked clean; make sure the whole file was: every field non-empty and free
-    # of whitespace, no comment lines. Otherwise the general path decides.
-    for name in ("query_id", "q0", "tag"):
-        values = out[name].dictionary.to_pylist()
-        if any(not v or v != v.strip() or any(c.isspace() for c in v) for v in values):
-            return None
-        if name == "query_id" and any(v.startswith("#") for v in values):
-            return None
-    if not all(_clean_strings(chunk) for chunk in out["doc_id"].chunks):
+    # the sample looked clean; make sure the whole file was: every field non-empty, free of
+    # whitespace and control bytes, no comment lines, no line that could be over the limit
+    # (the widest fields plus the rank, the score and five delimiters, one byte each at
+    # least). Otherwise the general path decides.
+    if pc.any(pc.starts_with(out["query_id"].dictionary, "#")).as_py():
+        return None
+    widths = [_field_width(out[name].dictionary) for name in ("query_id", "q0", "tag")]
+    widths += [_field_width(chunk) for chunk in out["doc_id"].chunks]
+    if any(w is None for w in widths):
+        return None
+    known = [w or 0 for w in widths]
+    if sum(known[:3]) + max(known[3:], default=0) + 7 > MAX_LINE:
         return None
     return pa.table(out)
 
@@ -402,19 +326,25 @@ def _all_equal(arr: pa.Array, value: bytes) -> bool:
     return bool((data.reshape(-1, len(value)) == np.frombuffer(value, np.uint8)).all())
 
 
-def _clean_strings(arr: pa.Array) -> bool:
-    """True if no string of *arr* is empty or contains ASCII whitespace or control bytes."""
+def _field_width(arr: pa.Array) -> int | None:
+    """Length in bytes of the longest string of *arr* (0 for none), or ``None`` if a string
+    is empty or contains ASCII whitespace or a control byte: not a field of a clean line."""
     import numpy as np
+    import pyarrow as pa
 
     if len(arr) == 0:
-        return True
+        return 0
     buffers = arr.buffers()
-    width = np.int64 if str(arr.type) == "large_string" else np.int32
+    width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
     offsets = np.frombuffer(buffers[1], width)[arr.offset : arr.offset + len(arr) + 1]
-    if (np.diff(offsets) <= 0).any():
-        return False
+    size = np.diff(offsets)
+    if (size <= 0).any():
+        return None
     data = np.frombuffer(buffers[2], np.uint8)[offsets[0] : offsets[-1]]
-    return not bool((data <= 32).any())  # whitespace and control characters are all <= 32
+    # whitespace and control characters are all <= 32; DEL is 127
+    if (data <= 32).any() or (data == 127).any():
+        return None
+    return int(size.max())
 
 
 def read_run_table(source: str | Path) -> tuple[pa.Table, np.ndarray | None]:
@@ -428,15 +358,24 @@ def read_run_table(source: str | Path) -> tuple[pa.Table, np.ndarray | None]:
         line *i* + 1 (a file without comments or blank lines).
 
     Raises:
-        InputError: naming the file, line and column of the first bad line.
+        InputError: naming the file, line and column of the first bad line; a file
+            without any line (empty, blank, only comments); a missing, unreadable or
+            directory path.
+        ResourceError: memory ran out, or the file decompresses to more than there is.
     """
-    if str(source) != "-":
-        path = Path(source)
-        if path.is_file() and path.stat().st_size > 0:
-            table = _run_fast(path)
+    name = source_name(source)
+    with inputs.reading(
+        source, "run", "try --engine dask (it reads a run in blocks) or a machine with more memory"
+    ):
+        if inputs.path_kind(source) == "file":  # pipes and stdin can be read only once
+            table = _run_fast(source)
             if table is not None:
                 return table, None
-    return parse_run(read_bytes(source), source_name(source))
+        data = read_bytes(source)
+        table, lines = parse_run(data, name)
+        if table.num_rows == 0:
+            raise _empty(data, name, "empty run", "query_id Q0 doc_id rank score tag")
+        return table, lines
 
 
 def parse_run(data: bytes, name: str, first_line: int = 1) -> tuple[pa.Table, np.ndarray]:
@@ -444,22 +383,35 @@ def parse_run(data: bytes, name: str, first_line: int = 1) -> tuple[pa.Table, np
     line number of the first line of *data* (a block of a larger file).
 
     Returns:
-        The table and the line number of each row.
-    """
-    import pyarrow as pa
+        The table and the line number of each row (no row for an empty block).
 
-    lines = _split_lines(data, name, first_line)
-    _need_columns(lines, 6, "query_id Q0 doc_id rank score tag")
-    score = _to_float(lines, 4, "the score (column 5)")
-    table = pa.table(
-        {
-            "query_id": _dict(lines.column(0)),
-            "q0": _dict(lines.column(1)),
-            "doc_id": lines.column(2),
-            "score": score,
-            "tag": _dict(lines.column(5)),
-        }
-    )
+    Raises:
+        InputError: naming the file, line and column of the first bad line (see the module
+            docstring); a NaN score.
+        ResourceError: memory ran out.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    with inputs.reading(name, "run block" if first_line != 1 else "run"):
+        lines = split_lines(data, name, first_line)
+        need_columns(lines, 6, "query_id Q0 doc_id rank score tag")
+        score = to_float(lines, 4, "the score (column 5)")
+        if pc.any(pc.is_nan(score)).as_py():
+            row = int(np.flatnonzero(pc.is_nan(score).to_numpy(zero_copy_only=False))[0])
+            raise lines.fail(
+                row, "score is NaN; expected a number (inf and -inf are allowed, NaN cannot be ranked)", 4
+            )
+        table = pa.table(
+            {
+                "query_id": _dict(lines.column(0)),
+                "q0": _dict(lines.column(1)),
+                "doc_id": lines.column(2),
+                "score": score,
+                "tag": _dict(lines.column(5)),
+            }
+        )
     return table, lines.line
 
 
@@ -472,19 +424,40 @@ def read_qrels_table(source: str | Path) -> pa.Table:
     (null where a line does not give it).
 
     Raises:
-        InputError: naming the file, line and column of the first bad line.
+        InputError: naming the file, line and column of the first bad line (see the module
+            docstring); a file without any judgment; a missing, unreadable or directory path.
+        ResourceError: memory ran out, or the file decompresses to more than there is.
     """
-    return parse_qrels(read_bytes(source), source_name(source))
+    name = source_name(source)
+    with inputs.reading(source, "qrels"):
+        data = read_bytes(source)
+        table = parse_qrels(data, name)
+        if table.num_rows == 0:
+            raise _empty(data, name, "no judgments", "query_id iteration doc_id relevance")
+        return table
 
 
 def parse_qrels(data: bytes, name: str, first_line: int = 1) -> pa.Table:
     """Parse TREC qrels text (see :func:`read_qrels_table`); *first_line* is the line number
-    of the first line of *data*."""
-    import pyarrow as pa
+    of the first line of *data*.
 
-    lines = _split_lines(data, name, first_line)
-    _need_columns(lines, 4, "query_id iteration doc_id relevance")
-    rel = _to_float(lines, 3, "the relevance (column 4)")
+    Raises:
+        InputError: a bad line (see the module docstring), a relevance that is not finite,
+            a ``(query_id, iteration, doc_id)`` given twice (naming both lines).
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lines = split_lines(data, name, first_line)
+    need_columns(lines, 4, "query_id iteration doc_id relevance")
+    rel = to_float(lines, 3, "the relevance (column 4)")
+    finite = pc.is_finite(rel)
+    if not pc.all(finite, min_count=0).as_py():
+        row = int(np.flatnonzero(~finite.to_numpy(zero_copy_only=False))[0])
+        raise lines.fail(
+            row, f"expected a finite number for the relevance (column 4), found {show(rel[row].as_py())}", 3
+        )
     columns: dict[str, pa.Array] = {
         "query_id": lines.column(0),
         "iteration": lines.column(1),
@@ -492,8 +465,88 @@ def parse_qrels(data: bytes, name: str, first_line: int = 1) -> pa.Table:
         "relevance": rel,
         "line": pa.array(lines.line, pa.int64()),
     }
+    repeated = _repeated_judgment(columns)
+    if repeated is not None:
+        first, row = repeated
+        raise lines.fail(row, _repeated_message(columns, row, f"line {int(lines.line[first])}"), 2)
     columns.update(_attributes(lines, 4, "after the relevance", reserved=set(RESERVED)))
     return pa.table(columns)
+
+
+def _repeated_judgment(columns: dict[str, pa.Array] | pa.Table) -> tuple[int, int] | None:
+    """Rows ``(first, later)`` of the first ``(query_id, iteration, doc_id)`` that a later
+    row repeats (the later row being the earliest such), or ``None``. Hashing in pyarrow and
+    one sort: O(total bytes + rows log rows)."""
+    import numpy as np
+
+    codes = []
+    for key in ("query_id", "iteration", "doc_id"):
+        encoded = _dict(columns[key])
+        codes.append((np.asarray(encoded.indices, dtype=np.int64), max(len(encoded.dictionary), 1)))
+    (q, _), (i, ni), (d, nd) = codes
+    if len(q) < 2:
+        return None
+    qi = np.unique(q * ni + i, return_inverse=True)[1].ravel()  # < rows: no overflow below
+    key = qi * nd + d
+    order = np.argsort(key, kind="stable")
+    same = key[order][1:] == key[order][:-1]
+    if not same.any():
+        return None
+    later = int(order[1:][same].min())
+    first = int(np.flatnonzero(key == key[later])[0])
+    return first, later
+
+
+def _repeated_message(columns: dict[str, pa.Array] | pa.Table, row: int, first: str) -> str:
+    def value(key: str) -> str:
+        return show(columns[key][row].as_py())
+
+    return (
+        f"judgment of document {value('doc_id')} for query {value('query_id')} (iteration "
+        f"{value('iteration')}) given twice (first on {first}); expected one line per "
+        "(query_id, iteration, doc_id), as trec_eval"
+    )
+
+
+def check_judgments(table: pa.Table, source: str) -> None:
+    """Check qrels built in memory (a DataFrame, a dict, the hTBG JSON format, Parquet) as
+    the TREC reader checks a file: every relevance finite, no ``(query_id, iteration,
+    doc_id)`` judged twice.
+
+    Raises:
+        InputError: naming the row (1-based; both rows for a repeated judgment) or, for
+            rows read from a file, the line.
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+
+    line = table.column("line") if "line" in table.column_names else None
+
+    def where(row: int) -> tuple[str, int | None]:
+        if line is not None and line[row].as_py():
+            return f"line {line[row].as_py()}", int(line[row].as_py())
+        return f"row {row + 1}", None
+
+    rel = table.column("relevance")
+    finite = pc.fill_null(pc.is_finite(rel), False)  # pandas' NaN arrives as null
+    if rel.null_count or not pc.all(finite, min_count=0).as_py():
+        bad = ~finite.to_numpy(zero_copy_only=False)
+        row = int(np.flatnonzero(bad)[0])
+        text, at = where(row)
+        raise InputError(
+            "expected a finite number for the relevance, found "
+            + (show(rel[row].as_py()) if rel[row].is_valid else "NaN or a missing value")
+            + (f" ({text})" if at is None else ""),
+            source=source,
+            line=at,
+        )
+    repeated = _repeated_judgment(table)
+    if repeated is None:
+        return
+    first, row = repeated
+    text, at = where(row)
+    suffix = f" ({text})" if at is None else ""
+    raise InputError(_repeated_message(table, row, where(first)[0]) + suffix, source=source, line=at)
 
 
 # ---------------------------------------------------------------------------- docinfo
@@ -511,26 +564,29 @@ def read_docinfo_table(source: str | Path) -> pa.Table:
         InputError: naming the file, line and column of the first bad line: a field that is
             not ``key=value``, a key given twice on a line, a reserved key (``query_id``,
             ``iteration``, ``doc_id``, ``relevance``, ``line``), or a docno given on two lines
-            (naming both).
+            (naming both); any line the qrels reader refuses too (control bytes, encodings,
+            long lines); a missing, unreadable or directory path.
+        ResourceError: memory ran out, or the file decompresses to more than there is.
     """
     import numpy as np
     import pyarrow as pa
 
-    lines = _split_lines(read_bytes(source), source_name(source))
-    doc = lines.column(0)
-    columns: dict[str, pa.Array] = {"doc_id": doc, "line": pa.array(lines.line, pa.int64())}
-    if len(doc):
-        code = np.asarray(_dict(doc).indices)
-        order = np.argsort(code, kind="stable")
-        later = order[1:][code[order][1:] == code[order][:-1]]  # every line but a docno's first
-        if later.size:
-            row = int(later.min())
-            first = int(np.flatnonzero(code == code[row])[0])
-            raise lines.fail(
-                row,
-                f"document {doc[row].as_py()!r} given twice (first on line {int(lines.line[first])}); "
-                "expected one line per document",
-                0,
-            )
-    columns.update(_attributes(lines, 1, "after the docno", reserved=set(RESERVED)))
-    return pa.table(columns)
+    with inputs.reading(source, "docinfo file"):
+        lines = split_lines(read_bytes(source), source_name(source))
+        doc = lines.column(0)
+        columns: dict[str, pa.Array] = {"doc_id": doc, "line": pa.array(lines.line, pa.int64())}
+        if len(doc):
+            code = np.asarray(_dict(doc).indices)
+            order = np.argsort(code, kind="stable")
+            later = order[1:][code[order][1:] == code[order][:-1]]  # every line but a docno's first
+            if later.size:
+                row = int(later.min())
+                first = int(np.flatnonzero(code == code[row])[0])
+                raise lines.fail(
+                    row,
+                    f"document {show(doc[row].as_py())} given twice (first on line {int(lines.line[first])}); "
+                    "expected one line per document",
+                    0,
+                )
+        columns.update(_attributes(lines, 1, "after the docno", reserved=set(RESERVED)))
+        return pa.table(columns)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rankeval.errors import InputError, UsageError
+from rankeval.errors import InputError, UsageError, clip
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -308,8 +308,15 @@ def _codes(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return _np(arr.indices), _np(arr.dictionary).astype(object)
 
 
-def _doc_key(doc: pa.Array) -> np.ndarray:
-    """A uint64 key per doc id: the number itself for digit ids, else an FNV-1a hash."""
+_FNV_BYTES = 32
+"""Bytes of each doc id that the vectorised FNV loop hashes (one numpy pass per byte);
+longer ids are told apart by a dictionary code of the whole id, so the cost stays
+O(rows * 32 + total bytes) instead of O(rows * longest id)."""
+
+
+def _doc_key(doc: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A uint64 key per doc id: the number itself for digit ids, else a hash; equal ids get
+    equal keys, unequal ids rarely do (callers verify collisions on the strings)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -321,21 +328,33 @@ def _doc_key(doc: pa.Array) -> np.ndarray:
         return _np(pc.cast(doc, pa.uint64()))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
-    if isinstance(doc, pa.ChunkedArray):
-        return np.concatenate([_fnv(c) for c in doc.chunks]) if doc.num_chunks else np.zeros(0, np.uint64)
-    return _fnv(doc)
+    chunks = doc.chunks if isinstance(doc, pa.ChunkedArray) else [doc]
+    keys, long_rows, long_ids, base = [], [], [], 0
+    for chunk in chunks:
+        if pa.types.is_large_string(chunk.type):
+            chunk = pc.cast(chunk, pa.string())
+        key, long = _fnv(chunk)
+        keys.append(key)
+        if long.size:
+            long_rows.append(long + base)
+            long_ids.append(pc.cast(chunk.take(pa.array(long)), pa.large_string()))
+        base += len(chunk)
+    out = np.concatenate(keys)
+    if long_rows:
+        # one dictionary over the long ids of every chunk: equal ids, equal codes
+        rows = np.concatenate(long_rows)
+        codes = _np(pc.dictionary_encode(pa.concat_arrays(long_ids)).indices).astype(np.uint64)
+        with np.errstate(over="ignore"):
+            out[rows] = (out[rows] ^ (codes + np.uint64(1))) * np.uint64(0x100000001B3)
+    return out
 
 
-def _fnv(doc: pa.Array) -> np.ndarray:
-    """FNV-1a hash of each string of *doc*, vectorised over strings (one pass per byte)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
+def _fnv(doc: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """FNV-1a hash of the first :data:`_FNV_BYTES` bytes of each string of *doc*
+    (vectorised over strings, one pass per byte), and the rows whose string is longer."""
     n = len(doc)
     if n == 0:
-        return np.zeros(0, np.uint64)
-    if pa.types.is_large_string(doc.type):
-        doc = pc.cast(doc, pa.string())
+        return np.zeros(0, np.uint64), np.zeros(0, np.int64)
     buffers = doc.buffers()
     offsets = np.frombuffer(buffers[1], np.int32)[doc.offset : doc.offset + n + 1].astype(np.int64)
     data = np.frombuffer(buffers[2], np.uint8) if buffers[2] is not None else np.zeros(1, np.uint8)
@@ -343,10 +362,11 @@ def _fnv(doc: pa.Array) -> np.ndarray:
     h = np.full(n, 0xCBF29CE484222325, dtype=np.uint64)
     last = max(len(data) - 1, 0)
     prime = np.uint64(0x100000001B3)
-    for j in range(int(size.max())):
-        byte = data[np.minimum(offsets[:-1] + j, last)].astype(np.uint64)
-        h = np.where(size > j, (h ^ byte) * prime, h)
-    return h
+    with np.errstate(over="ignore"):
+        for j in range(min(int(size.max(initial=0)), _FNV_BYTES)):
+            byte = data[np.minimum(offsets[:-1] + j, last)].astype(np.uint64)
+            h = np.where(size > j, (h ^ byte) * prime, h)
+    return h, np.flatnonzero(size > _FNV_BYTES)
 
 
 def _contains(arr: Any, sep: str) -> bool:
@@ -382,6 +402,11 @@ def _mix(q: np.ndarray, key: np.ndarray) -> np.ndarray:
 
 
 DUPLICATE_POLICIES = ("error", "first", "max")
+
+
+def _show(value: object) -> str:
+    """An id for a message: its ``repr``, cut to 60 characters (ids can be a megabyte)."""
+    return repr(clip(str(value), 60))
 
 
 def check_duplicates(run: Run, on_duplicate: str = "error") -> Run:
@@ -435,11 +460,11 @@ def check_duplicates(run: Run, on_duplicate: str = "error") -> Run:
         hint = "; --on-duplicate first|max keeps one of them"
         if line is None:
             raise InputError(
-                f"duplicate document {d!r} for query {qid!r} (rows {first + 1} and {r + 1}){hint}",
+                f"duplicate document {_show(d)} for query {_show(qid)} (rows {first + 1} and {r + 1}){hint}",
                 source=run.name,
             )
         raise InputError(
-            f"duplicate document {d!r} for query {qid!r} (first on line {first_line}); "
+            f"duplicate document {_show(d)} for query {_show(qid)} (first on line {first_line}); "
             f"trec_eval rejects duplicate docs too{hint}",
             source=run.source,
             line=line,

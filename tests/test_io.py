@@ -235,12 +235,14 @@ def test_negative_and_float_relevance(tmp_path) -> None:
 # --------------------------------------------------------------------- empty input
 @pytest.mark.parametrize("content", ["", "# only a comment\n", "\n\n", "\xef\xbb\xbf"])
 def test_empty_run_and_qrels(tmp_path, content) -> None:
-    run = rankeval.Run.read(write(tmp_path / "e.run", content.encode("latin-1")))
-    assert len(run) == 0
-    assert run.table.column_names == RUN_COLUMNS
-    qrels = rankeval.Qrels.read(write(tmp_path / "e.qrels", content.encode("latin-1")))
-    assert len(qrels) == 0
-    assert qrels.table.column_names == QRELS_COLUMNS
+    """A file without one content line is an error naming it (SPEC §6), not an empty table
+    that would print nan for every measure."""
+    with pytest.raises(rankeval.InputError, match="empty run") as info:
+        rankeval.Run.read(write(tmp_path / "e.run", content.encode("latin-1")))
+    assert info.value.source == str(tmp_path / "e.run")
+    with pytest.raises(rankeval.InputError, match="no judgments") as info:
+        rankeval.Qrels.read(write(tmp_path / "e.qrels", content.encode("latin-1")))
+    assert info.value.source == str(tmp_path / "e.qrels")
 
 
 # --------------------------------------------------------------------- DataFrame and dict

@@ -252,7 +252,7 @@ def test_compare_samples_bounded(files, tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------ the error boundary
-BROKEN = '''
+BROKEN = """
 from dataclasses import dataclass
 from typing import ClassVar
 import numpy as np
@@ -267,9 +267,9 @@ class Broken(Measure):
 @hookimpl
 def register_measures(register):
     register(Broken)
-'''
+"""
 
-SLOW = '''
+SLOW = """
 import os, time
 from dataclasses import dataclass
 from typing import ClassVar
@@ -286,7 +286,7 @@ class Slow(Measure):
 @hookimpl
 def register_measures(register):
     register(Slow)
-'''
+"""
 
 
 def test_debug_shows_the_plugin_traceback(files, tmp_path: Path, monkeypatch) -> None:
@@ -396,7 +396,9 @@ def test_convert_json_ids_that_trec_cannot_hold(tmp_path: Path) -> None:
     result = invoke(["convert", truth, pred, tmp_path / "q.txt", tmp_path / "r.txt"])
     clean_failure(result, 1, "'q 1'", "whitespace")
     assert not (tmp_path / "q.txt").exists() and not (tmp_path / "r.txt").exists()
-    clean_failure(invoke(["convert", truth, pred, tmp_path / "q", tmp_path / "r", "--tag", "a b"]), 2, "--tag")
+    clean_failure(
+        invoke(["convert", truth, pred, tmp_path / "q", tmp_path / "r", "--tag", "a b"]), 2, "--tag"
+    )
 
 
 def test_convert_parquet_never_removes_a_foreign_directory(tmp_path: Path) -> None:
@@ -434,4 +436,36 @@ API_MISUSE = [
 def test_api_misuse_is_a_usage_error(files, case, call, words) -> None:
     q, r = files
     with pytest.raises(UsageError, match=words):
+        call(q, r)
+
+
+DICT_MISUSE = [
+    (
+        "qrels value not a number",
+        lambda q, r: rankeval.evaluate({"1": {"d": "x"}}, r, ["AP"]),
+        UsageError,
+        "expected a number",
+    ),
+    ("qrels not nested", lambda q, r: rankeval.evaluate({"1": 5}, r, ["AP"]), UsageError, "maps to int"),
+    (
+        "qrels NaN",
+        lambda q, r: rankeval.evaluate({"1": {"d": float("nan")}}, r, ["AP"]),
+        rankeval.InputError,
+        "finite",
+    ),
+    (
+        "run value not a number",
+        lambda q, r: rankeval.evaluate(q, {"1": {"d": "x"}}, ["AP"]),
+        UsageError,
+        "expected a number",
+    ),
+    ("run is an int", lambda q, r: rankeval.Run.read(5), UsageError, "expected a path"),
+    ("qrels is None", lambda q, r: rankeval.Qrels.read(None), UsageError, "expected a path"),
+]
+
+
+@pytest.mark.parametrize("case,call,error,words", DICT_MISUSE, ids=[c[0] for c in DICT_MISUSE])
+def test_in_memory_misuse_is_a_clear_error(files, case, call, error, words) -> None:
+    q, r = files
+    with pytest.raises(error, match=words):
         call(q, r)

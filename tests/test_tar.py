@@ -693,6 +693,8 @@ def tar_collections(draw):
         order = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=40))
         flags = draw(st.lists(st.sampled_from("0000000001"), min_size=len(order), max_size=len(order)))
         lines += [(topic, f, d) for d, f in zip(order, flags, strict=True)]
+    if not lines:  # an empty run file is an input error; keep one retrieved document
+        lines.append((topics[0], "0", f"{topics[0]}u0"))
     return qrels, lines
 
 
