@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankeval.data import Qrels, Run, as_qrels, as_run
-from rankeval.errors import MeasureError, UsageError, measure_guard, plugin_of
+from rankeval.errors import MeasureError, ResourceError, UsageError, measure_guard, plugin_of
 from rankeval.measure import Measure
 from rankeval.ranked import Alignment, RankedLists
 
@@ -309,11 +309,22 @@ def evaluate_results(
         return out
     plugins = measure_plugins(computed, registry)
     for run in as_runs(runs):
-        alignment = Alignment(qrels_obj, run, nest_sep=nest_sep, max_docs=max_docs, on_duplicate=on_duplicate)
-        for measure, as_computed, plugin in zip(measure_list, computed, plugins, strict=True):
-            view, query_ids, values, index = _per_query(alignment, as_computed, missing_zero, plugin=plugin)
-            aggregate = aggregate_lists(as_computed, view, values, index, plugin)
-            out.add(run.name, str(measure), query_ids, values, aggregate)
+        try:
+            alignment = Alignment(
+                qrels_obj, run, nest_sep=nest_sep, max_docs=max_docs, on_duplicate=on_duplicate
+            )
+            for measure, as_computed, plugin in zip(measure_list, computed, plugins, strict=True):
+                view, query_ids, values, index = _per_query(
+                    alignment, as_computed, missing_zero, plugin=plugin
+                )
+                aggregate = aggregate_lists(as_computed, view, values, index, plugin)
+                out.add(run.name, str(measure), query_ids, values, aggregate)
+        except MemoryError:
+            raise ResourceError(
+                f"out of memory while evaluating run {run.name} ({len(run):,} lines against "
+                f"{len(qrels_obj):,} judgments): try --engine dask (partitions by query) or a "
+                "machine with more memory"
+            ) from None
     return out
 
 

@@ -152,7 +152,7 @@ def test_module_plugin_cli(make_module, files) -> None:
     # the catalogue commands see it too
     out = invoke(["measures", "-p", "rk_hits_cli"]).output
     assert "Hits@k  [plugin: rk_hits_cli]" in out.splitlines()
-    assert "    k: int = 10  — cutoff" in out.splitlines()
+    assert "    k: int in [1, 2147483647] = 10  — cutoff" in out.splitlines()
     out = invoke(["plugins", "-p", "rk_hits_cli"]).output
     assert "rk_hits_cli\t-p\tHits" in out.splitlines()
 
