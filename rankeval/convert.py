@@ -171,7 +171,7 @@ def to_parquet(qrels_in: str | Path, run_in: str | Path, qrels_out: str | Path, 
 
     import pyarrow.parquet as pq
 
-    from rankeval.distributed import DaskOptions, read_run_frame
+    from rankeval.distributed import DaskOptions, read_run_frame, write_run_parquet
 
     qrels = Qrels.read(qrels_in)
     qrels_out, run_out = Path(qrels_out), Path(run_out)
@@ -182,7 +182,7 @@ def to_parquet(qrels_in: str | Path, run_in: str | Path, qrels_out: str | Path, 
         frame = read_run_frame(run_in, DaskOptions())
         tmp_dir = tempfile.mkdtemp(dir=run_out.parent or ".", prefix=f".{run_out.name}.")
         try:
-            frame.to_parquet(tmp_dir, write_index=False, compute_kwargs={"scheduler": "threads"})
+            write_run_parquet(frame, tmp_dir)
             if run_out.exists():
                 _check_replaceable(run_out)
                 shutil.rmtree(run_out) if run_out.is_dir() else run_out.unlink()

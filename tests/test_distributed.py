@@ -121,6 +121,25 @@ def test_parquet_run_equals_text(scheduler, tmp_path):
     assert (dist["value"].to_numpy() == local["value"].to_numpy()).all()
 
 
+def test_foreign_parquet_run_without_line_numbers_equals_text(scheduler, tmp_path):
+    """Parquet written by someone else (no ``file``/``line`` columns, several files, integer
+    query ids): rows are numbered in the files' order, values as from the text run."""
+    qrels, run = DATA / "trec_eval" / "qrels.test", DATA / "trec_eval" / "results.test"
+    frame = rankeval.Run.read(run).table.to_pandas()
+    frame["query_id"] = frame["query_id"].astype(str).astype(int)
+    (tmp_path / "run.parquet").mkdir()
+    for i, part in enumerate(np.array_split(np.arange(len(frame)), 3)):
+        frame.iloc[part][["query_id", "doc_id", "score"]].to_parquet(
+            tmp_path / "run.parquet" / f"part.{i}.parquet"
+        )
+    local = rankeval.evaluate(qrels, run, CLASSIC)
+    dist = rankeval.evaluate(
+        qrels, tmp_path / "run.parquet", CLASSIC, engine="dask", dask=DaskOptions(scheduler=scheduler)
+    )
+    assert (dist["value"].to_numpy() == local["value"].to_numpy()).all()
+    assert (dist["query_id"].to_numpy() == local["query_id"].to_numpy()).all()
+
+
 # ------------------------------------------------------------------------------ nested
 def nested_collection(tmp_path: Path, queries: int = 30) -> tuple[Path, Path]:
     """Individuals with posts (cost=, stopping probabilities); the last queries are flat

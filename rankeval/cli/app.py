@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from rankeval.cli.common import DebugOption, emit, handled, warnings_to_stderr
+from rankeval.cli.common import DebugOption, debug_enabled, emit, handled, warnings_to_stderr
 from rankeval.errors import UsageError
 
 FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex", "clef")
@@ -223,7 +223,9 @@ def evaluate_cmd(
 
             if workers < 1:
                 raise UsageError("--workers must be at least 1")
-            dask_options = DaskOptions(scheduler=scheduler, workers=workers, memory_limit=memory_limit)
+            dask_options = DaskOptions(
+                scheduler=scheduler, workers=workers, memory_limit=memory_limit, debug=debug_enabled(debug)
+            )
             run_objs: Any = runs  # read by Dask, partitioned by query
         else:
             run_objs = as_runs([Run.read(r) for r in runs])

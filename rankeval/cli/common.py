@@ -70,10 +70,20 @@ def _is_interrupt(exc: BaseException) -> bool:
     return isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "ArrowCancelled"
 
 
+def _preload() -> None:
+    """Import pyarrow and pandas before any work. pyarrow imports pandas lazily, on its first
+    compute call; a Ctrl-C landing inside that import leaves pandas half-initialised and
+    surfaces later as a TypeError instead of an interrupt. Inside a command only, so that
+    ``rankeval --help`` stays fast."""
+    import pandas  # noqa: F401
+    import pyarrow.compute  # noqa: F401
+
+
 @contextmanager
 def handled(debug: bool = False) -> Iterator[None]:
     """The error boundary of a command (see the module docstring)."""
     try:
+        _preload()
         yield
     except (typer.Exit, typer.Abort, SystemExit):
         raise
