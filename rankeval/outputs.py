@@ -153,7 +153,7 @@ def write_outputs(items: Iterable[tuple[str | Path, str | bytes]]) -> None:
             try:
                 os.replace(tmp, real)
             except OSError as exc:
-                raise OutputError(f"cannot write {real}: {_reason(exc)}", source=real) from None
+                raise OutputError(f"cannot write the file: {_reason(exc)}", source=real) from None
         staged = []
         for path, real, payload in streams:
             _write_stream(path, real, payload)
@@ -179,8 +179,8 @@ def _stage(path: str | Path, real: str, st: os.stat_result | None, payload: byte
             Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, OSError):
             missing = tmp is None and exc.errno == errno.ENOENT
-            where = f"{path} (directory {directory})" if missing else str(path)
-            raise OutputError(f"cannot write {where}: {_reason(exc)}", source=str(path)) from None
+            where = f" (in {directory})" if missing else ""
+            raise OutputError(f"cannot write the file{where}: {_reason(exc)}", source=str(path)) from None
         raise
     return tmp
 
@@ -191,7 +191,7 @@ def _write_stream(path: str | Path, real: str, payload: bytes) -> None:
         with open(real, "wb") as fh:
             fh.write(payload)
     except OSError as exc:
-        raise OutputError(f"cannot write {path}: {_reason(exc)}", source=str(path)) from None
+        raise OutputError(f"cannot write the file: {_reason(exc)}", source=str(path)) from None
 
 
 def write_stdout(text: str) -> None:
