@@ -10,6 +10,7 @@ spec -- is guarded: its exceptions become a recorded failure or a
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -45,6 +46,30 @@ class MeasureEntry:
 
     cls: type[Measure]
     plugin: str
+
+
+def _check_declaration(cls: type[Measure]) -> None:
+    """Refuse the two silent mistakes of a measure declaration: a class that is not itself a
+    frozen dataclass (its own annotated parameters would be ignored), and a class variable
+    annotated without ``ClassVar`` (it would become a parameter).
+
+    Raises:
+        TypeError: naming the class and the fix (``collect`` reports it as a broken plugin).
+    """
+    params = cls.__dict__.get("__dataclass_params__")
+    if params is None or not params.frozen:
+        raise TypeError(
+            f"measure class {cls.__name__} must be decorated with @dataclass(frozen=True) itself "
+            "(its parameters are dataclass fields)"
+        )
+    # the base class's public attributes: class variables (name, at, ...) and methods
+    class_vars = {name for name in vars(Measure) if not name.startswith("_")}
+    for f in dataclasses.fields(cls):
+        if f.name in class_vars:
+            raise TypeError(
+                f"measure class {cls.__name__}: {f.name!r} became a parameter; annotate it "
+                f"ClassVar (e.g. {f.name}: ClassVar[str] = ...)"
+            )
 
 
 class Registry:
@@ -100,6 +125,7 @@ class Registry:
         if not (isinstance(cls, type) and issubclass(cls, Measure)) or not cls.name:
             # a broken plugin, not a conflict: collect() records it and carries on
             raise TypeError(f"registered {cls!r}, which is not a named Measure subclass")
+        _check_declaration(cls)
         for name in (cls.name, *cls.aliases, *cls.trec_prefixes):
             owner = self._owner(name)
             if owner is not None:
