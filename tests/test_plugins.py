@@ -546,3 +546,38 @@ def test_ir_measures_name_without_provider_is_a_clear_error(files) -> None:
     assert isinstance(result.exception, SystemExit)
     assert "none of its installed providers computes it" in result.output
     assert "pyndeval" in result.output
+
+
+DECLARATION_MISTAKES = [
+    (
+        "not a dataclass",
+        "class Bad(Measure):\n    name: ClassVar[str] = 'Bad'\n    k: int = 3\n",
+        "must be decorated with @dataclass(frozen=True)",
+    ),
+    (
+        "not frozen",
+        "@dataclass\nclass Bad(Measure):\n    name: ClassVar[str] = 'Bad'\n",
+        "cannot inherit non-frozen dataclass from a frozen one",  # Python refuses it at import
+    ),
+    (
+        "name without ClassVar",
+        "@dataclass(frozen=True)\nclass Bad(Measure):\n    name: str = 'Bad'\n",
+        "'name' became a parameter",
+    ),
+]
+
+
+@pytest.mark.parametrize("case,body,words", DECLARATION_MISTAKES, ids=[d[0] for d in DECLARATION_MISTAKES])
+def test_declaration_mistakes_are_a_broken_plugin(make_module, case, body, words) -> None:
+    """A measure class that would silently lose its parameters (not a frozen dataclass
+    itself) or gain one (a class variable without ClassVar) is refused by name."""
+    source = (
+        "from dataclasses import dataclass\nfrom typing import ClassVar\n"
+        "from rankeval import Measure, hookimpl\n\n"
+        + body
+        + "\n@hookimpl\ndef register_measures(register):\n    register(Bad)\n"
+    )
+    make_module("rk_bad_decl", source)
+    registry = rankeval.load_registry(["rk_bad_decl"])
+    assert "Bad" not in registry.measures
+    assert words in registry.failures["rk_bad_decl"]
