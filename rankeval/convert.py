@@ -1,7 +1,7 @@
 """``rankeval convert``: the hTBG reference's JSON format ↔ nested TREC qrels and runs.
 
 JSON → TREC writes an individual as an item ``individual`` and each of its documents as
-``individual/doc`` (SPEC §2.3): qrels lines ``q 0 item label`` (``q 0 item 0 exclude=1`` for a
+``individual/doc`` (docs: formats.md, "Nested items"): qrels lines ``q 0 item label`` (``q 0 item 0 exclude=1`` for a
 null label) and ``q 0 item/doc R cost=W``,
 run lines ``q Q0 item rank score tag``. TREC → JSON does the reverse for two-level runs.
 Both directions keep every number exactly (Python's shortest round-trip float repr).

@@ -3,7 +3,7 @@
 Truth: ``{query: {individual: [label, {doc: [stop_probability, word_count]}]}}``.
 Prediction: ``{query: {individual: [score, {doc: score}]}}``.
 
-They become the nested TREC convention (SPEC §2.3): an individual is an item ``individual``
+They become the nested TREC convention (docs: formats.md, "Nested items"): an individual is an item ``individual``
 (relevance = label), each of its documents an item ``individual/doc`` whose relevance is the
 stopping probability and whose ``cost=`` attribute is the word count. Runs read from JSON keep
 the file order for equal scores (the reference sorts with Python's stable sort).
