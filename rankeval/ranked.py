@@ -5,8 +5,9 @@ Data flows one way: read → **align → rank** → measure kernels → aggregat
 For one run this module
 
 1. checks the run for duplicate ``(query_id, doc_id)`` pairs (an error naming both lines);
-2. resolves nested items (``PARENT/CHILD``, SPEC §2.3): an id is a child only when its prefix
-   before the last separator is itself an item of the same query in the qrels or the run;
+2. resolves nested items (``PARENT/CHILD``, see docs/formats.md, "Nested items"): an id is a
+   child only when its prefix before the last separator is itself an item of the same query
+   in the qrels or the run;
 3. builds, per nesting level, the ranked lists: the run rows of each (sub-)query ordered by
    score descending, ties broken by doc_id descending (trec_eval's rule), each row carrying
    its judged relevance (maximum over assessors), plus the judged documents of each
@@ -18,43 +19,28 @@ no Python loop per query or per line.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from rankeval.errors import InputError, UsageError, clip
+from rankeval.segments import segment_blocks, segment_cumsum, segment_offsets, segment_position
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from rankeval.data import Qrels, Run
 
-__all__ = ["Alignment", "RankedLists", "segment_offsets"]
+__all__ = ["Alignment", "RankedLists", "segment_offsets"]  # segment_offsets: re-exported
+
+T = TypeVar("T")
 
 
 def _index_type(n: int) -> type[np.signedinteger[Any]]:
     """Smallest index dtype for arrays of *n* rows (int32 saves memory on big runs)."""
     return np.int32 if n < 2**31 - 1 else np.int64
-
-
-def _blocks(rq: np.ndarray, nq: int) -> tuple[np.ndarray, np.ndarray]:
-    """Start and length of each query's contiguous block of rows (start 0 when empty)."""
-    starts = np.zeros(nq, dtype=np.int64)
-    counts = np.zeros(nq, dtype=np.int64)
-    if len(rq):
-        first = np.concatenate(([0], np.flatnonzero(rq[1:] != rq[:-1]) + 1))
-        starts[rq[first]] = first
-        counts[rq[first]] = np.diff(np.concatenate((first, [len(rq)])))
-    return starts, counts
-
-
-def segment_offsets(index: np.ndarray, n: int) -> np.ndarray:
-    """Offsets (length *n* + 1) of the segments of a sorted segment-index array."""
-    out = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(index, minlength=n), out=out[1:])
-    return out
 
 
 @dataclass(eq=False)
@@ -114,7 +100,7 @@ class RankedLists:
     judged_items: np.ndarray | None = None
     parent_items: np.ndarray | None = None
     alignment: Alignment | None = field(default=None, repr=False)
-    _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
+    _cache: dict[Any, Any] = field(default_factory=dict, init=False, repr=False)  # see memo()
 
     def children(self) -> RankedLists | None:
         """The ranked lists one nesting level down (each item's children ranked within it,
@@ -131,6 +117,28 @@ class RankedLists:
             raise ValueError("this view has no alignment")
         return self.alignment.run_item[self.rows]  # type: ignore[no-any-return]
 
+    # -- memo for kernels ------------------------------------------------------------
+    def memo(self, key: Hashable, make: Callable[[], T], *, shared: bool = False) -> T:
+        """``make()``, computed once per key and kept for the next call with an equal *key*.
+
+        Measures evaluated on the same ranked lists share work this way: TBG and nTBG the
+        reading times, nCS-DCG and CS-DCG the run's value. Key by the family and every
+        parameter the value depends on, e.g. ``("csdcg-value", self.k, self.gain)``; a
+        value of ``None`` is kept too.
+
+        Args:
+            key: a hashable key, unique to what *make* computes (start it with your
+                plugin's name: other plugins use the same memo).
+            make: computes the value (called at most once per key).
+            shared: keep the value for every view of the same qrels and run (all nesting
+                levels), for values that depend only on the qrels and run, not on the
+                ranked lists of one level (e.g. a per-item array, see :meth:`row_items`).
+        """
+        cache = self.alignment.cache if shared and self.alignment is not None else self._cache
+        if key not in cache:
+            cache[key] = make()
+        return cache[key]  # type: ignore[no-any-return]
+
     # -- sizes ---------------------------------------------------------------
     @property
     def num_queries(self) -> int:
@@ -140,21 +148,23 @@ class RankedLists:
     @property
     def doc_ids(self) -> pa.Array:
         """``(n,)`` doc id of each ranked row (pyarrow string array)."""
-        if "doc_ids" not in self._cache:
+
+        def make() -> pa.Array:
             import pyarrow as pa
             import pyarrow.compute as pc
 
-            self._cache["doc_ids"] = pc.take(self.run_doc_ids, pa.array(self.rows))
-        return self._cache["doc_ids"]
+            return pc.take(self.run_doc_ids, pa.array(self.rows))
+
+        return self.memo("doc_ids", make)
 
     # -- segment helpers for measure kernels ----------------------------------
     def _blocks_in_order(self) -> tuple[np.ndarray, np.ndarray]:
-        if "blocks" not in self._cache:
+        def make() -> tuple[np.ndarray, np.ndarray]:
             nonempty = np.flatnonzero(self.counts > 0)
-            order = np.argsort(self.starts[nonempty], kind="stable")
-            q = nonempty[order]
-            self._cache["blocks"] = (q, self.starts[q])
-        return self._cache["blocks"]  # type: ignore[no-any-return]
+            q = nonempty[np.argsort(self.starts[nonempty], kind="stable")]
+            return q, self.starts[q]
+
+        return self.memo("blocks", make)
 
     def sum(self, values: np.ndarray) -> np.ndarray:
         """Per-query sum of a per-row array (``(n,)`` → ``(Q,)``)."""
@@ -170,11 +180,7 @@ class RankedLists:
         Computed as a global cumulative sum minus the sum before each query's block, so
         for float (non-integer) values the rounding error is relative to the global total.
         """
-        total = np.cumsum(values, dtype=np.float64)
-        base = np.zeros(self.num_queries)
-        later = self.starts > 0
-        base[later] = total[self.starts[later] - 1]
-        return total - base[self.query]  # type: ignore[no-any-return]
+        return segment_cumsum(self.query, values)
 
     def judged_rows(self) -> np.ndarray:
         """Indices of the ranked rows that are judged (in row order)."""
@@ -186,10 +192,9 @@ class RankedLists:
         Measures that only depend on where the relevant documents are ranked work on these
         few rows instead of all retrieved rows.
         """
-        key = ("relevant_rows", rel)
-        if key not in self._cache:
-            self._cache[key] = self.judged_row_index[self.judged_row_relevance >= rel]
-        return self._cache[key]  # type: ignore[no-any-return]
+        return self.memo(
+            ("relevant_rows", rel), lambda: self.judged_row_index[self.judged_row_relevance >= rel]
+        )
 
     def relevance_of(self, rows: np.ndarray) -> np.ndarray:
         """Judged relevance of *rows* (NaN for unjudged rows)."""
@@ -208,35 +213,32 @@ class RankedLists:
     @property
     def rank(self) -> np.ndarray:
         """``(n,)`` 0-based rank of every row within its query (computed on first use)."""
-        if "rank" not in self._cache:
+
+        def make() -> np.ndarray:
             itype = _index_type(len(self.query))
-            self._cache["rank"] = (
-                np.arange(len(self.query), dtype=itype) - self.starts.astype(itype)[self.query]
-            )
-        return self._cache["rank"]  # type: ignore[no-any-return]
+            out: np.ndarray = np.arange(len(self.query), dtype=itype) - self.starts.astype(itype)[self.query]
+            return out
+
+        return self.memo("rank", make)
 
     @property
     def relevance(self) -> np.ndarray:
         """``(n,)`` judged relevance of every row, NaN if unjudged (built on first use;
         kernels that only need judged rows use :meth:`judged_rows` instead)."""
-        if "relevance" not in self._cache:
+
+        def make() -> np.ndarray:
             dense = np.full(len(self.query), np.nan)
             dense[self.judged_row_index] = self.judged_row_relevance
-            self._cache["relevance"] = dense
-        return self._cache["relevance"]  # type: ignore[no-any-return]
+            return dense
+
+        return self.memo("relevance", make)
 
     def nth(self, rows: np.ndarray) -> np.ndarray:
         """0-based position of each of *rows* among the *rows* of the same query.
 
         *rows* must be in row order (as :meth:`relevant_rows` returns them).
         """
-        q = self.query[rows]
-        if len(q) == 0:
-            return np.zeros(0, dtype=np.int64)
-        first = np.concatenate(([0], np.flatnonzero(q[1:] != q[:-1]) + 1))
-        start = np.repeat(first, np.diff(np.concatenate((first, [len(q)]))))
-        out: np.ndarray = np.arange(len(q)) - start
-        return out
+        return segment_position(self.query[rows])
 
     def query_sum(self, rows: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
         """``(Q,)`` per-query sum of *weights* over *rows* (count of rows if no weights)."""
@@ -244,19 +246,16 @@ class RankedLists:
 
     def is_relevant(self, rel: float = 1) -> np.ndarray:
         """``(n,)`` bool: the row's judged relevance is at least *rel* (cached)."""
-        key = ("is_relevant", rel)
-        if key not in self._cache:
-            self._cache[key] = self.relevance >= rel
-        return self._cache[key]  # type: ignore[no-any-return]
+        return self.memo(("is_relevant", rel), lambda: self.relevance >= rel)
 
     def num_rel(self, rel: float = 1) -> np.ndarray:
         """``(Q,)`` number of judged documents with relevance ≥ *rel* (cached)."""
-        key = ("num_rel", rel)
-        if key not in self._cache:
-            self._cache[key] = np.bincount(
+        return self.memo(
+            ("num_rel", rel),
+            lambda: np.bincount(
                 self.judged_query(), weights=self.judged_relevance >= rel, minlength=self.num_queries
-            )
-        return self._cache[key]  # type: ignore[no-any-return]
+            ),
+        )
 
     def first_rank(self, rows: np.ndarray) -> np.ndarray:
         """``(Q,)`` 0-based rank of the first of *rows* (row indices in row order, or a
@@ -270,17 +269,44 @@ class RankedLists:
 
     def judged_rank(self) -> np.ndarray:
         """``(m,)`` 0-based position of each judged document in its query's ideal ranking."""
-        if "judged_rank" not in self._cache:
-            m = len(self.judged_relevance)
-            q = np.repeat(np.arange(self.num_queries), np.diff(self.judged_offsets))
-            self._cache["judged_rank"] = np.arange(m) - self.judged_offsets[q]
-            self._cache["judged_query"] = q
-        return self._cache["judged_rank"]  # type: ignore[no-any-return]
+        return self.memo(
+            "judged_rank",
+            lambda: np.arange(len(self.judged_relevance)) - self.judged_offsets[self.judged_query()],
+        )
 
     def judged_query(self) -> np.ndarray:
         """``(m,)`` query index of each judged document."""
-        self.judged_rank()
-        return self._cache["judged_query"]  # type: ignore[no-any-return]
+        return self.memo(
+            "judged_query", lambda: np.repeat(np.arange(self.num_queries), np.diff(self.judged_offsets))
+        )
+
+    def qrels_query(self) -> np.ndarray:
+        """``(r,)`` index of the (sub-)query of this view that each row of ``qrels.table``
+        (one per assessor line) judges for, -1 for none (cached).
+
+        At level 1, the query of the line's ``query_id``; at a nested level, the sub-query of
+        the line's parent item. Use it to aggregate qrels attributes per query, e.g.
+        ``np.bincount(q[q >= 0], weights=values[q >= 0], minlength=data.num_queries)``.
+        """
+        return self.memo("qrels_query", self._qrels_query)
+
+    def _qrels_query(self) -> np.ndarray:
+        a = self.alignment
+        if a is None:
+            raise ValueError("this view has no alignment")
+        if self.level == 1:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            names = pa.array([str(x) for x in self.query_ids], pa.string())
+            lut = contiguous(pc.index_in(a._uq, value_set=names).fill_null(-1))
+            code = _np(lut).astype(np.int64)[a._u_q]  # per item: its query here
+        else:
+            lut = np.full(a.num_items, -1, dtype=np.int64)
+            lut[self.parent_items] = np.arange(self.num_queries)
+            code = np.where(a._u_parent >= 0, lut[np.maximum(a._u_parent, 0)], -1)
+        out: np.ndarray = code[a.qrels_item].astype(np.int64)
+        return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -772,7 +798,7 @@ class Alignment:
             jrows[moved] = pos[np.argsort(perm)[k_c[moved]]]
         jsort = np.argsort(jrows, kind="stable")
         jrows, jrel = jrows[jsort], jrel[jsort]
-        starts, counts = _blocks(rq, nq)
+        starts, counts = segment_blocks(rq, nq)
         retrieved = counts > 0
         if self.max_docs is not None and (counts > self.max_docs).any():
             itype = _index_type(len(rq))
@@ -781,7 +807,7 @@ class Alignment:
             keep_j = top[jrows]
             jrows, jrel = new_pos[jrows[keep_j]], jrel[keep_j]
             rq, score, r_rows = rq[top], score[top], r_rows[top]
-            starts, counts = _blocks(rq, nq)
+            starts, counts = segment_blocks(rq, nq)
         judged_rows, judged_row_relevance = jrows.astype(np.int64), jrel
 
         return RankedLists(

@@ -132,13 +132,13 @@ def test_half_life_sweep_computes_the_shared_work_once(monkeypatch):
     import rankeval_tbg
 
     calls = []
-    original = rankeval_tbg._grid
+    original = rankeval_tbg.segment_grid
 
     def counting_grid(*args, **kwargs):
         calls.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(rankeval_tbg, "_grid", counting_grid)
+    monkeypatch.setattr(rankeval_tbg, "segment_grid", counting_grid)
     rankeval.evaluate(TOY / "truth.json", TOY / "prediction.json", "hTBG@h=1h")
     one = len(calls)
     calls.clear()

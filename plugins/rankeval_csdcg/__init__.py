@@ -32,6 +32,7 @@ import numpy as np
 
 from rankeval import Domain, Measure, hookimpl, param
 from rankeval.errors import InputError, RankevalWarning
+from rankeval.segments import segment_position
 
 if TYPE_CHECKING:
     from rankeval.ranked import RankedLists
@@ -51,6 +52,7 @@ _COST = "cost C of showing a document of sensitivity grade 1 (the paper's C_s fo
 MAX_EXP_GRADE = 1000
 """Largest relevance grade gain=exp accepts (2^1000 leaves room for sums over 2^23 documents)."""
 
+
 # ------------------------------------------------------------------------------ helpers
 def gain_of(rel: np.ndarray, kind: str) -> np.ndarray:
     """Gain of relevance grades: ``2^rel - 1`` (``exp``) or ``rel`` (``linear``); 0 below 0."""
@@ -67,16 +69,6 @@ def gain_of(rel: np.ndarray, kind: str) -> np.ndarray:
 def discount(k: int) -> np.ndarray:
     """``1 / log2(i + 1)`` for ranks i = 1..k."""
     return 1.0 / np.log2(np.arange(k, dtype=np.float64) + 2.0)
-
-
-def _segment_pos(seg: np.ndarray) -> np.ndarray:
-    """0-based position of each element within its run of equal *seg* values."""
-    n = len(seg)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    first = np.concatenate(([0], np.flatnonzero(seg[1:] != seg[:-1]) + 1))
-    pos: np.ndarray = np.arange(n) - np.repeat(first, np.diff(np.concatenate((first, [n]))))
-    return pos
 
 
 def _runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -168,7 +160,7 @@ def _candidates(
     idx = np.flatnonzero(keep)
     key_gain, key_sens = (-gain[idx], sens[idx]) if best else (gain[idx], -sens[idx])
     idx = idx[np.lexsort((key_sens, key_gain, query[idx]))]
-    return idx, _segment_pos(query[idx])
+    return idx, segment_position(query[idx])
 
 
 # ------------------------------------------------------------------------------ bounds
@@ -318,16 +310,17 @@ def _greedy(
 def _grades(data: RankedLists) -> np.ndarray:
     """Sensitivity grade of every item (see ``Alignment.num_items``): the maximum of its
     qrels lines' ``sens=`` (0 where none is given); cached on the alignment."""
-    alignment = data.alignment
-    assert alignment is not None
-    key = "csdcg-grades"
-    if key not in alignment.cache:
+
+    def make() -> np.ndarray:
+        alignment = data.alignment
+        assert alignment is not None
         values = data.qrels.number_attribute("sens", "the sensitivity grade", minimum=0)
         has = ~np.isnan(values)
         grade = np.zeros(alignment.num_items)
         np.maximum.at(grade, alignment.qrels_item[has], values[has])
-        alignment.cache[key] = grade
-    return alignment.cache[key]  # type: ignore[no-any-return]
+        return grade
+
+    return data.memo("csdcg-grades", make, shared=True)
 
 
 def _sens_of(data: RankedLists, items: np.ndarray) -> np.ndarray:
@@ -361,8 +354,8 @@ class _CostSensitive(Measure):
     def cs_dcg(self, data: RankedLists) -> np.ndarray:
         """``(Q,)`` CS-DCG@k of the run: only judged rows in the top k contribute (unjudged
         rows have gain 0 and sensitivity 0)."""
-        key = ("csdcg-value", self.k, self.gain, self.cost)
-        if key not in data._cache:
+
+        def make() -> np.ndarray:
             rows = data.judged_rows()
             rank = data.rank_of(rows)
             top = rank < self.cutoff
@@ -371,13 +364,14 @@ class _CostSensitive(Measure):
             value = (
                 gain_of(data.judged_row_relevance[top], self.gain) / np.log2(rank + 2.0) - self.cost * sens
             )
-            data._cache[key] = data.query_sum(rows, value)
-        return data._cache[key]  # type: ignore[no-any-return]
+            return data.query_sum(rows, value)
+
+        return data.memo(("csdcg-value", self.k, self.gain, self.cost), make)
 
     def pool_bounds(self, data: RankedLists, method: str = "exact") -> tuple[np.ndarray, np.ndarray]:
         """``(best, worst)`` CS-DCG@k over all rankings of each query's judged documents."""
-        key = ("csdcg-bounds", method, self.k, self.gain, self.cost)
-        if key not in data._cache:
+
+        def make() -> tuple[np.ndarray, np.ndarray]:
             jq = data.judged_query()
             assert data.judged_items is not None
             sens = _sens_of(data, data.judged_items)
@@ -386,8 +380,9 @@ class _CostSensitive(Measure):
             # no query fills more slots than it has judged documents: a larger k gives the
             # same bounds, and would only size the arrays and loops (k may be 2**31 - 1)
             k = min(self.cutoff, max(1, int(np.bincount(jq).max()) if len(jq) else 1))
-            data._cache[key] = solve(jq, gain, sens, data.num_queries, k, self.cost)
-        return data._cache[key]  # type: ignore[no-any-return]
+            return solve(jq, gain, sens, data.num_queries, k, self.cost)
+
+        return data.memo(("csdcg-bounds", method, self.k, self.gain, self.cost), make)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ import numpy as np
 
 from rankeval import Domain, Duration, Measure, hookimpl, param
 from rankeval.errors import InputError
+from rankeval.segments import safe_divide, segment_exclusive_sum, segment_grid, segment_position
 
 if TYPE_CHECKING:
     from rankeval.ranked import RankedLists
@@ -38,21 +39,6 @@ _GRADE = Domain(-(2**31), 2**31 - 1)
 
 
 # ------------------------------------------------------------------------------ helpers
-def _grid(seg: np.ndarray, pos: np.ndarray, values: np.ndarray, nseg: int, fill: float = 0.0) -> np.ndarray:
-    """Scatter per-row *values* into a (segment x position) array (padding: *fill*)."""
-    width = int(pos.max()) + 1 if len(pos) else 1
-    out = np.full((nseg, width), fill, dtype=np.float64)
-    out[seg, pos] = values
-    return out
-
-
-def _exclusive_cumsum(seg: np.ndarray, pos: np.ndarray, values: np.ndarray, nseg: int) -> np.ndarray:
-    """Sum of the values before each row within its segment (exact per segment)."""
-    grid = _grid(seg, pos, values, nseg)
-    # shifted rather than cumsum - grid: exact, and no inf - inf = NaN for huge times
-    before = np.zeros_like(grid)
-    np.cumsum(grid[:, :-1], axis=1, out=before[:, 1:])
-    return before[seg, pos]  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -74,11 +60,12 @@ class _Items:
 
 def _items(data: RankedLists, smax: float) -> _Items:
     """Stopping probabilities (multi-assessor formula) and costs of every judged item."""
+    return data.memo(("tbg-items", smax), lambda: _make_items(data, smax), shared=True)
+
+
+def _make_items(data: RankedLists, smax: float) -> _Items:
     alignment = data.alignment
     assert alignment is not None
-    key = ("tbg-items", smax)
-    if key in alignment.cache:
-        return alignment.cache[key]  # type: ignore[no-any-return]
     table = data.qrels.table
     index = alignment.qrels_item
     n = alignment.num_items
@@ -97,9 +84,7 @@ def _items(data: RankedLists, smax: float) -> _Items:
     given = data.qrels.number_attribute("cost", "the reading cost", minimum=0)  # NaN where not given
     has = ~np.isnan(given)
     cost[index[has]] = given[has]
-    items = _Items(stop, cost)
-    alignment.cache[key] = items
-    return items
+    return _Items(stop, cost)
 
 
 # ------------------------------------------------------------------------------ measures
@@ -154,9 +139,7 @@ class _TimeBiased(Measure):
         value = self._discounted(data, *self._times(data))
         if not self.normalised:
             return value
-        out = np.zeros(len(value))
-        np.divide(value, ideal, out=out, where=ideal > 0)
-        return out
+        return safe_divide(value, ideal)
 
     def _discounted(
         self, data: RankedLists, query: np.ndarray, gain: np.ndarray, before: np.ndarray
@@ -177,9 +160,11 @@ class _TimeBiased(Measure):
     def _child_stats(self, data: RankedLists, ideal: bool) -> dict[str, np.ndarray] | None:
         """Per individual item key: expected words E, total words W, signal; from the
         children in run order (or in the ideal order)."""
-        cache_key = ("tbg-children", ideal, self._shared_key())
-        if cache_key in data._cache:
-            return data._cache[cache_key]  # type: ignore[no-any-return]
+        return data.memo(
+            ("tbg-children", ideal, self._shared_key()), lambda: self._make_child_stats(data, ideal)
+        )
+
+    def _make_child_stats(self, data: RankedLists, ideal: bool) -> dict[str, np.ndarray] | None:
         kids = self._children(data)
         if kids is None or kids.num_queries == 0:
             # a flat collection: None; a nested one whose items here have no (remaining)
@@ -191,8 +176,7 @@ class _TimeBiased(Measure):
                 "signal": np.zeros(0, dtype=bool),
                 "items": np.zeros(0, dtype=np.int64),
             }
-            data._cache[cache_key] = empty if nested else None
-            return data._cache[cache_key]  # type: ignore[no-any-return]
+            return empty if nested else None
         items = _items(data, self.smax)
         nsub = kids.num_queries
         if ideal:
@@ -207,15 +191,15 @@ class _TimeBiased(Measure):
             stop, cost = items.lookup(kids.row_items())
         cost = self._fill_cost(cost, kids, seg, ideal)
         if ideal:
-            with np.errstate(divide="ignore", invalid="ignore"):
+            # a subnormal cost overflows stop / cost to inf: the right order (read it first)
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 ratio = np.where(cost > 0, stop / cost, np.where(stop > 0, np.inf, 0.0))
             key = -ratio if self.hierarchical else cost
             # equal keys: the qrels order (the reference's stable sort over the truth file)
             assert kids.alignment is not None and kids.judged_items is not None
             order = np.lexsort((kids.alignment.qrels_position(kids.judged_items), key, seg))
             seg, stop, cost = seg[order], stop[order], cost[order]
-            first = np.concatenate(([0], np.flatnonzero(seg[1:] != seg[:-1]) + 1)) if len(seg) else seg
-            pos = np.arange(len(seg)) - np.repeat(first, np.diff(np.concatenate((first, [len(seg)]))))
+            pos = segment_position(seg)
         else:
             pos = kids.rank_of(rows)
         truncated = None
@@ -231,22 +215,21 @@ class _TimeBiased(Measure):
             # more posts than are read: the best posts to read first are a choice, not just
             # an order (see _best_truncated_reading); computed on the full R/W-sorted lists
             truncated = _best_truncated_reading(
-                _grid(seg, pos, stop, nsub), _grid(seg, pos, cost, nsub, fill=np.inf), self.max_docs
+                segment_grid(seg, pos, stop, nsub), segment_grid(seg, pos, cost, nsub, fill=np.inf), self.max_docs
             )
         if self.max_docs:
             keep = pos < self.max_docs
             seg, pos, stop, cost = seg[keep], pos[keep], stop[keep], cost[keep]
-        read_on = _grid(seg, pos, 1.0 - stop, nsub, fill=1.0)
-        words = _grid(seg, pos, cost, nsub)
+        read_on = segment_grid(seg, pos, 1.0 - stop, nsub, fill=1.0)
+        words = segment_grid(seg, pos, cost, nsub)
         stats = {
             "expected": (words * _exclusive_product(read_on)).sum(axis=1),
             "total": words.sum(axis=1),
-            "signal": (_grid(seg, pos, stop, nsub) > 0).any(axis=1),
+            "signal": (segment_grid(seg, pos, stop, nsub) > 0).any(axis=1),
             "items": kids.parent_items,
         }
         if truncated is not None:
             stats["expected"], stats["signal"] = truncated
-        data._cache[cache_key] = stats
         return stats
 
     def _fill_cost(self, cost: np.ndarray, view: RankedLists, seg: np.ndarray, ideal: bool) -> np.ndarray:
@@ -292,20 +275,19 @@ class _TimeBiased(Measure):
 
     def _times(self, data: RankedLists) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(query, gain, time before) of each ranked individual, in the run's order."""
-        key = ("tbg-times", self._shared_key())
-        if key not in data._cache:
-            rows = np.arange(len(data.query))
-            keys = data.row_items()
-            _, own = _items(data, self.smax).lookup(keys)
-            relevant = data.relevance >= self.rel
-            has_children = self._child_stats(data, False)
-            own = own if has_children is None else np.where(np.isnan(own), 0.0, own)
-            words, signal = self._words(data, keys, self._own_cost(own, data, rows, has_children), False)
-            time = self._time(relevant, words)
-            gain = np.where(relevant & signal, self._gain(), 0.0)
-            before = _exclusive_cumsum(data.query, data.rank_of(rows), time, data.num_queries)
-            data._cache[key] = (data.query, gain, before)
-        return data._cache[key]  # type: ignore[no-any-return]
+        return data.memo(("tbg-times", self._shared_key()), lambda: self._make_times(data))
+
+    def _make_times(self, data: RankedLists) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rows = np.arange(len(data.query))
+        keys = data.row_items()
+        _, own = _items(data, self.smax).lookup(keys)
+        relevant = data.relevance >= self.rel
+        has_children = self._child_stats(data, False)
+        own = own if has_children is None else np.where(np.isnan(own), 0.0, own)
+        words, signal = self._words(data, keys, self._own_cost(own, data, rows, has_children), False)
+        time = self._time(relevant, words)
+        gain = np.where(relevant & signal, self._gain(), 0.0)
+        return data.query, gain, segment_exclusive_sum(data.query, time)
 
     def _own_cost(self, own: np.ndarray, data: RankedLists, rows: np.ndarray, nested: Any) -> np.ndarray:
         if nested is not None:
@@ -326,36 +308,32 @@ class _TimeBiased(Measure):
     def _ideal_times(self, data: RankedLists) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(query, gain, time before) of the ideal ranking of each query's judged items:
         gaining individuals first, by ascending time (Theorem 3.2)."""
-        key = ("tbg-ideal", self._shared_key())
-        if key not in data._cache:
-            jq = data.judged_query()
-            keys = data.judged_items
-            assert keys is not None
-            relevant = data.judged_relevance >= self.rel
-            _, own = _items(data, self.smax).lookup(keys)
-            nested = self._child_stats(data, True)
-            own = np.where(np.isnan(own), 0.0 if nested is not None else np.nan, own)
-            if nested is None and np.isnan(own[relevant]).any():
-                own = np.where(
-                    np.isnan(own), self.default_cost if self.default_cost is not None else np.nan, own
+        return data.memo(("tbg-ideal", self._shared_key()), lambda: self._make_ideal_times(data))
+
+    def _make_ideal_times(self, data: RankedLists) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        jq = data.judged_query()
+        keys = data.judged_items
+        assert keys is not None
+        relevant = data.judged_relevance >= self.rel
+        _, own = _items(data, self.smax).lookup(keys)
+        nested = self._child_stats(data, True)
+        own = np.where(np.isnan(own), 0.0 if nested is not None else np.nan, own)
+        if nested is None and np.isnan(own[relevant]).any():
+            own = np.where(np.isnan(own), self.default_cost if self.default_cost is not None else np.nan, own)
+            if np.isnan(own[relevant]).any():
+                i = int(np.flatnonzero(relevant & np.isnan(own))[0])
+                raise InputError(
+                    f"{self.name}: item {data.judged_doc_ids[i].as_py()!r} has no cost= attribute "
+                    "(needed for the ideal ranking; or give default_cost=)",
+                    source=data.qrels.source,
                 )
-                if np.isnan(own[relevant]).any():
-                    i = int(np.flatnonzero(relevant & np.isnan(own))[0])
-                    raise InputError(
-                        f"{self.name}: item {data.judged_doc_ids[i].as_py()!r} has no cost= attribute "
-                        "(needed for the ideal ranking; or give default_cost=)",
-                        source=data.qrels.source,
-                    )
-            words, signal = self._words(data, keys, own, True)
-            gaining = relevant & signal if self.ideal_rule == "exact" else relevant
-            time = self._time(relevant, np.where(gaining, words, 0.0))
-            order = np.lexsort((time, ~gaining, jq))
-            q, t, g = jq[order], time[order], gaining[order]
-            first = np.concatenate(([0], np.flatnonzero(q[1:] != q[:-1]) + 1)) if len(q) else q
-            pos = np.arange(len(q)) - np.repeat(first, np.diff(np.concatenate((first, [len(q)]))))
-            before = _exclusive_cumsum(q, pos, np.where(g, t, 0.0), data.num_queries)
-            data._cache[key] = (q, np.where(g, self._gain(), 0.0), before)
-        return data._cache[key]  # type: ignore[no-any-return]
+        words, signal = self._words(data, keys, own, True)
+        gaining = relevant & signal if self.ideal_rule == "exact" else relevant
+        time = self._time(relevant, np.where(gaining, words, 0.0))
+        order = np.lexsort((time, ~gaining, jq))
+        q, t, g = jq[order], time[order], gaining[order]
+        before = segment_exclusive_sum(q, np.where(g, t, 0.0))
+        return q, np.where(g, self._gain(), 0.0), before
 
 
 def _best_truncated_reading(stop: np.ndarray, words: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,338 @@
+"""The house's dependency rules, measured from the code, and the kernel toolkit's segments.
+
+* A plugin uses only public core names: no import of a private name of ``rankeval`` and no
+  ``_private`` attribute of a core object (``data._cache``, ``alignment._u_q``); a plugin's
+  own private names are its business.
+* The core knows no measure family: nothing under ``rankeval/`` imports a ``plugins/`` package.
+* :mod:`rankeval.segments` agrees with plain per-segment loops.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rankeval import segments
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGINS = ROOT / "plugins"
+CORE = ROOT / "rankeval"
+PLUGIN_PACKAGES = sorted(p.name for p in PLUGINS.iterdir() if (p / "__init__.py").is_file())
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _own_names(tree: ast.AST) -> set[str]:
+    """Private names the module defines itself: functions, classes, variables, fields,
+    attributes it assigns on its own objects (``self._x = ...``), import aliases and
+    parameters."""
+    own: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            own.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            own.add(node.id)
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("self", "cls")
+        ):
+            own.add(node.attr)
+        elif isinstance(node, ast.alias) and node.asname:
+            own.add(node.asname)
+        elif isinstance(node, ast.arg):
+            own.add(node.arg)
+    return {n for n in own if _private(n)}
+
+
+def _foreign_modules(tree: ast.AST) -> set[str]:
+    """Names the module binds to other packages than rankeval (``import ir_measures``):
+    their private attributes are not the core's."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {
+                a.asname or a.name.split(".")[0] for a in node.names if not a.name.startswith("rankeval")
+            }
+    return names
+
+
+def _root(node: ast.expr) -> str | None:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def private_uses(source: str) -> list[str]:
+    """Each use of a private core name in a plugin module's *source*, as ``line: what``."""
+    tree = ast.parse(source)
+    own = _own_names(tree)
+    foreign = _foreign_modules(tree)
+    found = []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            parts = node.module.split(".")
+            names = [a.name for a in node.names]
+            if parts[0] == "rankeval" and any(_private(n) for n in parts + names):
+                found.append(f"{line}: from {node.module} import {', '.join(names)}")
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                parts = a.name.split(".")
+                if parts[0] == "rankeval" and any(_private(p) for p in parts):
+                    found.append(f"{line}: import {a.name}")
+        elif (
+            isinstance(node, ast.Attribute)
+            and _private(node.attr)
+            and node.attr not in own
+            and _root(node) not in foreign
+        ):
+            found.append(f"{line}: .{node.attr}")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "setattr", "hasattr", "delattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and _private(node.args[1].value)
+            and node.args[1].value not in own
+        ):
+            found.append(f"{line}: {node.func.id}(..., {node.args[1].value!r})")
+    return found
+
+
+def _modules(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_the_checker_finds_private_core_names():
+    source = """
+import rankeval.ranked._helpers
+from rankeval.ranked import _np, RankedLists
+from rankeval._internal import thing
+
+class _Mine:
+    def __init__(self):
+        self._width = 2
+
+def f(data, alignment, _hint=None):
+    import numpy
+    numpy.core._multiarray_umath  # another package's private name: not the core's
+    data._cache["k"] = 1
+    alignment._u_q
+    getattr(data, "_views")
+    _Mine()._width, _hint, data.__class__, _Mine.__name__
+    return rankeval.ranked._blocks
+"""
+    found = private_uses(source)
+    assert {f.split(": ", 1)[1] for f in found} == {
+        "import rankeval.ranked._helpers",
+        "from rankeval.ranked import _np, RankedLists",
+        "from rankeval._internal import thing",
+        "._cache",
+        "._u_q",
+        "getattr(..., '_views')",
+        "._blocks",
+    }
+    assert len(found) == 7
+
+
+@pytest.mark.parametrize("path", _modules(PLUGINS), ids=lambda p: str(p.relative_to(PLUGINS)))
+def test_plugins_use_only_public_core_names(path):
+    found = private_uses(path.read_text(encoding="utf-8"))
+    assert not found, f"{path.relative_to(ROOT)} reaches into the core: " + "; ".join(found)
+
+
+def plugin_imports(source: str) -> list[str]:
+    """Imports of a ``plugins/`` package in *source* (lazy imports inside functions too)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        found += [f"{node.lineno}: {n}" for n in names if n.split(".")[0] in PLUGIN_PACKAGES]
+    return found
+
+
+def test_the_checker_finds_plugin_imports():
+    source = "import os\ndef f():\n    import rankeval_trec\n    from rankeval_tar.x import y\n"
+    assert plugin_imports(source) == ["3: rankeval_trec", "4: rankeval_tar.x"]
+
+
+def test_the_core_imports_no_plugin_package():
+    assert "rankeval_trec" in PLUGIN_PACKAGES
+    found = [
+        f"{path.relative_to(ROOT)}:{hit}"
+        for path in _modules(CORE)
+        for hit in plugin_imports(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, "the core imports measure families: " + "; ".join(found)
+
+
+# ---------------------------------------------------------------------------- segments
+def _runs(seg: list[int]) -> list[list[int]]:
+    """Row indices of each run of equal values, by a plain loop."""
+    out: list[list[int]] = []
+    for i, s in enumerate(seg):
+        if i and seg[i - 1] == s:
+            out[-1].append(i)
+        else:
+            out.append([i])
+    return out
+
+
+@st.composite
+def grouped(draw, values: bool = True):
+    """A grouped segment index (blocks of distinct segments in random order) and values."""
+    lengths = draw(st.lists(st.integers(0, 5), max_size=6))
+    order = draw(st.permutations(range(len(lengths))))
+    seg = [s for s in order for _ in range(lengths[s])]
+    vals = draw(
+        st.lists(
+            st.floats(-1e6, 1e6, allow_nan=False) | st.sampled_from([0.1, 0.2, 1e300]),
+            min_size=len(seg),
+            max_size=len(seg),
+        )
+    )
+    return np.array(seg, dtype=np.int64), np.array(vals, dtype=np.float64), len(lengths)
+
+
+@settings(max_examples=60, deadline=None)
+@given(grouped())
+def test_segment_position(case):
+    seg, _, _ = case
+    expected = [0] * len(seg)
+    for run in _runs(seg.tolist()):
+        for k, i in enumerate(run):
+            expected[i] = k
+    pos = segments.segment_position(seg)
+    assert pos.tolist() == expected and pos.dtype == np.int64
+
+
+@settings(max_examples=60, deadline=None)
+@given(grouped())
+def test_segment_exclusive_sum_is_the_plain_loop(case):
+    seg, values, _ = case
+    expected = [0.0] * len(seg)
+    for run in _runs(seg.tolist()):
+        total = 0.0
+        for i in run:
+            expected[i] = total
+            total += values[i]
+    assert segments.segment_exclusive_sum(seg, values).tolist() == expected  # exact
+
+
+@settings(max_examples=60, deadline=None)
+@given(grouped())
+def test_segment_cumsum(case):
+    seg, values, _ = case
+    values = np.round(values)  # integers: the global-minus-base sum is then exact too
+    values[np.abs(values) > 1e6] = 3.0
+    expected = [0.0] * len(seg)
+    for run in _runs(seg.tolist()):
+        total = 0.0
+        for i in run:
+            total += values[i]
+            expected[i] = total
+    assert segments.segment_cumsum(seg, values).tolist() == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(grouped())
+def test_segment_blocks_and_offsets(case):
+    seg, _, n = case
+    starts, counts = segments.segment_blocks(seg, n)
+    for s in range(n):
+        rows = [i for i, x in enumerate(seg.tolist()) if x == s]
+        assert counts[s] == len(rows)
+        assert starts[s] == (rows[0] if rows else 0)
+    ordered = np.sort(seg)
+    offsets = segments.segment_offsets(ordered, n)
+    assert offsets[0] == 0 and offsets[-1] == len(seg)
+    for s in range(n):
+        assert (ordered[offsets[s] : offsets[s + 1]] == s).all()
+        assert offsets[s + 1] - offsets[s] == int((seg == s).sum())
+
+
+@settings(max_examples=60, deadline=None)
+@given(grouped())
+def test_segment_grid(case):
+    seg, values, n = case
+    pos = segments.segment_position(seg)
+    grid = segments.segment_grid(seg, pos, values, n, fill=-7.0)
+    width = int(pos.max()) + 1 if len(pos) else 1
+    assert grid.shape == (n, width)
+    expected = np.full((n, width), -7.0)
+    for i in range(len(seg)):
+        expected[seg[i], pos[i]] = values[i]
+    assert np.array_equal(grid, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(-1e6, 1e6, allow_nan=False),
+            st.integers(-10, 10).map(float) | st.sampled_from([0.25, 1e-3, float("nan")]),
+        ),
+        max_size=8,
+    )
+)
+def test_safe_divide(pairs):
+    num = np.array([p[0] for p in pairs])
+    den = np.array([p[1] for p in pairs])
+    expected = [n / d if d > 0 else 0.0 for n, d in pairs]
+    out = segments.safe_divide(num, den)
+    assert out.dtype == np.float64 and out.tolist() == expected
+    assert segments.safe_divide(np.array([1, 2]), np.array(2)).tolist() == [0.5, 1.0]  # broadcast
+
+
+# ------------------------------------------------------------------ RankedLists accessors
+def _alignment(qrels, run):
+    from rankeval.data import Qrels, Run
+    from rankeval.ranked import Alignment
+
+    return Alignment(Qrels.from_dict(qrels), Run.from_dict(run))
+
+
+def test_memo_computes_once_keeps_none_and_shares_across_levels():
+    a = _alignment({"q": {"p": 1, "p/x": 1}}, {"q": {"p": 1.0, "p/x": 1.0}})
+    top, kids = a.view(1), a.view(2)
+    calls = []
+
+    def make():
+        calls.append(1)
+        return None
+
+    assert top.memo(("test", 1), make) is None and top.memo(("test", 1), make) is None
+    assert len(calls) == 1
+    kids.memo(("test", 1), make)  # another view: its own memo
+    assert len(calls) == 2
+    assert top.memo("shared", lambda: [1], shared=True) is kids.memo("shared", lambda: [2], shared=True)
+
+
+def test_qrels_query_maps_each_qrels_line_to_its_query():
+    qrels = {"b": {"d1": 1, "d1/x": 0}, "a": {"d2": 1, "d3": 0, "d3/y": 2}, "c": {"d4": 1}}
+    a = _alignment(qrels, {"a": {"d2": 1.0}, "z": {"d9": 1.0}})
+    top = a.view(1)
+    table_q = a.qrels.table.column("query_id").to_pylist()
+    ids = list(top.query_ids)
+    assert top.qrels_query().tolist() == [ids.index(q) for q in table_q]
+    kids = a.view(2)  # sub-queries "a/d3" and "b/d1": the lines of their children
+    docs = a.qrels.table.column("doc_id").to_pylist()
+    expected = [
+        list(kids.query_ids).index(f"{q}/{d.split('/')[0]}") if "/" in d else -1
+        for q, d in zip(table_q, docs, strict=True)
+    ]
+    assert kids.qrels_query().tolist() == expected
