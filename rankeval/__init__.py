@@ -28,7 +28,9 @@ from rankeval.measure import Domain, Duration, Measure, param
 __version__ = "0.1.0"
 
 __all__ = [
+    "Candidates",
     "Comparison",
+    "CompatMode",
     "Domain",
     "Duration",
     "EngineError",
@@ -36,9 +38,12 @@ __all__ = [
     "Measure",
     "MeasureError",
     "OutputError",
+    "OutputFormat",
     "PluginError",
     "Qrels",
     "RandomBaseline",
+    "RandomModel",
+    "RankedLists",
     "RankevalError",
     "ResourceError",
     "Run",
@@ -52,14 +57,18 @@ __all__ = [
     "param",
     "parse_measure",
     "random_baseline",
+    "segments",
 ]
 
 if TYPE_CHECKING:
+    from rankeval import segments
     from rankeval.comparison import Comparison, compare
     from rankeval.data import Qrels, Run
     from rankeval.engine import evaluate
     from rankeval.plugins import load_registry
-    from rankeval.random_ranking import RandomBaseline, random_baseline
+    from rankeval.random_ranking import Candidates, RandomBaseline, RandomModel, random_baseline
+    from rankeval.ranked import RankedLists
+    from rankeval.report import CompatMode, OutputFormat
 
 
 def parse_measure(spec: str) -> Measure:
@@ -79,7 +88,7 @@ def __getattr__(name: str) -> Any:
         from rankeval import comparison
 
         return getattr(comparison, name)
-    if name in ("random_baseline", "RandomBaseline"):
+    if name in ("random_baseline", "RandomBaseline", "RandomModel", "Candidates"):
         from rankeval import random_ranking
 
         return getattr(random_ranking, name)
@@ -87,6 +96,18 @@ def __getattr__(name: str) -> Any:
         from rankeval import data
 
         return getattr(data, name)
+    if name in ("OutputFormat", "CompatMode"):  # what register_formats / register_compat_modes take
+        from rankeval import report
+
+        return getattr(report, name)
+    if name == "RankedLists":  # the kernel toolkit: what a measure's compute receives
+        from rankeval.ranked import RankedLists
+
+        return RankedLists
+    if name == "segments":  # a submodule: import_module, as `from rankeval import` would recurse here
+        import importlib
+
+        return importlib.import_module("rankeval.segments")
     if name == "load_registry":
         from rankeval.plugins import load_registry
 

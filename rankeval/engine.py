@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankeval.data import Qrels, Run, as_qrels, as_run
-from rankeval.errors import MeasureError, ResourceError, UsageError, measure_guard, plugin_of
+from rankeval.errors import PluginError, ResourceError, UsageError
 from rankeval.measure import Measure
-from rankeval.ranked import Alignment, RankedLists
+from rankeval.ranked import Alignment
+from rankeval.scoring import aggregate_lists, evaluate_measure, measure_plugins
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -153,7 +154,7 @@ def evaluate(
     missing_zero: bool = True,
     nest_sep: str | None = "/",
     max_docs: int | None = None,
-    on_duplicate: str = "error",
+    on_duplicate: str | None = None,
     compat: str | None = None,
     docinfo: str | Path | None = None,
     engine: str = "local",
@@ -174,10 +175,12 @@ def evaluate(
         nest_sep: separator of nested item ids (``PARENT/CHILD``); ``None`` disables nesting.
         max_docs: evaluate only each query's top *max_docs* documents (trec_eval ``-M``).
         on_duplicate: a (query, doc) pair given twice in a run is an error (``"error"``, as
-            trec_eval), or keeps its ``"first"`` line, or its ``"max"``-scoring line.
-        compat: reproduce another tool's output: every measure that has a ``compat``
-            parameter is computed with ``compat=<value>`` (e.g. ``"clef"``: the CLEF TAR
-            evaluator's rounding and aggregation); results keep the measure names as given.
+            trec_eval), or keeps its ``"first"`` line, or its ``"max"``-scoring line; default
+            ``"error"``, or the rule of the *compat* mode (``"first"`` for ``"clef"``).
+        compat: reproduce another tool's output with a mode a plugin adds
+            (:func:`rankeval.report.compat_modes`; e.g. ``"clef"``, from the TAR plugin: the
+            CLEF TAR evaluator's rounding and aggregation, on every TAR measure); ``None`` or
+            ``"none"``: no mode. Results keep the measure names as given.
         docinfo: a side file of document attributes (lines ``docno key=value ...``, e.g.
             ``sens=1`` for CS-DCG or ``cost=120`` for TBG), given to every qrels line of the
             document in every query; an attribute a judgment gives on its qrels lines wins
@@ -270,7 +273,7 @@ def evaluate_results(
     missing_zero: bool = True,
     nest_sep: str | None = "/",
     max_docs: int | None = None,
-    on_duplicate: str = "error",
+    on_duplicate: str | None = None,
     compat: str | None = None,
     docinfo: str | Path | None = None,
     engine: str = "local",
@@ -280,9 +283,13 @@ def evaluate_results(
     """:func:`evaluate` without pandas: the same rows as plain arrays (used by the CLI)."""
     if engine not in ENGINES:
         raise UsageError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    if compat not in (None, "none") and registry is None:
+        from rankeval.plugins import load_registry
+
+        registry = load_registry()  # the compat modes come from plugins
     measure_list = resolve_measures(measures, registry)
     check_options(max_docs, nest_sep)
-    computed = _with_compat(measure_list, compat)
+    computed, on_duplicate = _with_compat(measure_list, compat, on_duplicate, registry)
     qrels_obj: Qrels = as_qrels(qrels)
     if docinfo is not None:
         qrels_obj = qrels_obj.with_docinfo(docinfo)
@@ -314,7 +321,7 @@ def evaluate_results(
                 qrels_obj, run, nest_sep=nest_sep, max_docs=max_docs, on_duplicate=on_duplicate
             )
             for measure, as_computed, plugin in zip(measure_list, computed, plugins, strict=True):
-                view, query_ids, values, index = _per_query(
+                view, query_ids, values, index = evaluate_measure(
                     alignment, as_computed, missing_zero, plugin=plugin
                 )
                 aggregate = aggregate_lists(as_computed, view, values, index, plugin)
@@ -326,72 +333,6 @@ def evaluate_results(
                 "machine with more memory"
             ) from None
     return out
-
-
-def measure_plugins(measures: Sequence[Measure], registry: Registry | None) -> list[str | None]:
-    """The plugin providing each measure, as *registry* knows it (``None``: let
-    :func:`~rankeval.errors.measure_guard` name it by the module that defines the class)."""
-    return [registry.plugin_of(m) if registry is not None else None for m in measures]
-
-
-def aggregate_lists(
-    measure: Measure, view: RankedLists, values: np.ndarray, index: np.ndarray, plugin: str | None = None
-) -> float:
-    """*measure*'s :meth:`~rankeval.Measure.aggregate_lists`, guarded: an exception, or a
-    result that is not a number, is a :class:`~rankeval.errors.MeasureError` naming the
-    measure and its plugin."""
-    with measure_guard(measure, "failed", plugin):
-        result = measure.aggregate_lists(view, values, index)
-    return as_number(result, measure, plugin)
-
-
-def aggregate(measure: Measure, values: np.ndarray, plugin: str | None = None) -> float:
-    """*measure*'s :meth:`~rankeval.Measure.aggregate` of *values*, guarded as
-    :func:`aggregate_lists`."""
-    with measure_guard(measure, "failed", plugin):
-        result = measure.aggregate(values)
-    return as_number(result, measure, plugin)
-
-
-def as_number(result: Any, measure: Measure, plugin: str | None = None) -> float:
-    """*result* of *measure*'s aggregate as a float (a 0-d array or numpy scalar is fine)."""
-    if isinstance(result, (bool, np.bool_)) or not isinstance(result, (int, float, np.number, np.ndarray)):
-        raise _bad_result(measure, plugin, f"returned {_kind_of(result)} as its aggregate, not a number")
-    arr = np.asarray(result)
-    if arr.shape != () or arr.dtype.kind not in "iuf":
-        raise _bad_result(measure, plugin, f"returned {_kind_of(result)} as its aggregate, not a number")
-    return float(arr)
-
-
-def as_values(result: Any, measure: Measure, num_queries: int, plugin: str | None = None) -> np.ndarray:
-    """*result* of *measure*'s ``compute`` as ``(num_queries,)`` float64 values: an array (or a
-    sequence) of numbers, one per query; anything else is a
-    :class:`~rankeval.errors.MeasureError` naming the measure and its plugin."""
-    if isinstance(result, (str, bytes, dict)) or result is None:
-        raise _bad_result(measure, plugin, f"returned {_kind_of(result)}, not one number per query")
-    try:
-        arr = np.asarray(result)
-        if arr.dtype.kind == "O":
-            arr = arr.astype(np.float64)
-    except (TypeError, ValueError) as exc:
-        raise _bad_result(
-            measure, plugin, f"returned {_kind_of(result)} that is not one number per query ({exc})"
-        ) from None
-    if arr.dtype.kind not in "biuf":
-        raise _bad_result(measure, plugin, f"returned {_kind_of(arr)} values, not numbers")
-    if arr.shape != (num_queries,):
-        raise _bad_result(measure, plugin, f"returned {arr.shape} values for {num_queries} queries")
-    return arr.astype(np.float64, copy=False)
-
-
-def _kind_of(value: Any) -> str:
-    if isinstance(value, np.ndarray):
-        return f"an array of {value.dtype}"
-    return f"a {type(value).__name__}"
-
-
-def _bad_result(measure: Measure, plugin: str | None, what: str) -> MeasureError:
-    return MeasureError(f"measure {measure} (plugin {plugin or plugin_of(measure)}) {what}")
 
 
 def _dask_runs(runs: Any) -> list[tuple[str | Path, Run | None]]:
@@ -413,72 +354,40 @@ def _dask_runs(runs: Any) -> list[tuple[str | Path, Run | None]]:
     return out
 
 
-def _with_compat(measures: list[Measure], compat: str | None) -> list[Measure]:
-    """The measures as computed under *compat*: ``compat=<value>`` set on every measure that
-    has a ``compat`` parameter (an error if none has)."""
-    if compat is None:
-        return measures
-    import dataclasses
+def _with_compat(
+    measures: list[Measure], compat: str | None, on_duplicate: str | None, registry: Registry | None
+) -> tuple[list[Measure], str]:
+    """The measures as computed in the *compat* mode (a
+    :class:`~rankeval.report.CompatMode` of *registry*'s plugins; an error if it concerns
+    none of them), and the duplicate rule: *on_duplicate*, else the mode's, else ``error``."""
+    if compat is None or compat == "none":
+        return measures, on_duplicate or "error"
+    from rankeval.plugins import load_registry, plugin_guard
+    from rankeval.report import compat_modes
 
+    modes = compat_modes(registry if registry is not None else load_registry())
+    if compat not in modes:
+        raise UsageError(f"unknown compat {compat!r}; expected one of {', '.join(['none', *modes])}")
+    plugin, mode = modes[compat]
     out: list[Measure] = []
     found = False
     for m in measures:
-        if any(f.name == "compat" for f in dataclasses.fields(m)):
-            try:
-                m = dataclasses.replace(m, compat=compat)  # type: ignore[call-arg]
-            except (ValueError, TypeError) as exc:
-                raise UsageError(f"compat {compat!r}: {m}: {exc}") from None
-            found = True
+        try:
+            with plugin_guard(plugin, f"applying compat {compat!r} to {m}"):
+                applied = mode.apply(m)
+        except PluginError as exc:
+            if isinstance(exc.__cause__, (ValueError, TypeError)):  # a parameter the measure refuses
+                raise UsageError(f"compat {compat!r}: {m}: {exc.__cause__}") from None
+            raise
+        if applied is not None:
+            if not isinstance(applied, Measure):
+                raise PluginError(
+                    f"plugin {plugin} applied compat {compat!r} to {m} as {applied!r}, not a Measure"
+                )
+            m, found = applied, True
         out.append(m)
     if not found:
         raise UsageError(
             f"compat {compat!r}: none of the measures {', '.join(map(str, measures))} has a compat mode"
         )
-    return out
-
-
-def _per_query(
-    alignment: Alignment,
-    measure: Measure,
-    missing_zero: bool,
-    require_level: bool = True,
-    plugin: str | None = None,
-) -> tuple[RankedLists, np.ndarray, np.ndarray, np.ndarray]:
-    """(ranked lists, query ids, values, index of each value's query in the lists'
-    ``outer_ids``) of one measure on one aligned run, missing-query rule applied.
-    *require_level*: a measure of nested items finding none is an error (the Dask engine
-    checks that over all partitions instead). The measure's own code (``view_level``,
-    ``compute``) runs guarded: its exceptions and a malformed result are a
-    :class:`~rankeval.errors.MeasureError` naming the measure and *plugin*."""
-    with measure_guard(measure, "failed", plugin):
-        level = measure.view_level()
-    if not isinstance(level, int) or isinstance(level, bool) or level < 1:
-        raise _bad_result(measure, plugin, f"returned {level!r} as its view_level, not a level >= 1")
-    view = alignment.view(level)
-    if view.level > 1 and view.num_queries == 0 and require_level:
-        raise UsageError(
-            f"{measure} ranks nested items (level={view.level}), but no judged item of that level "
-            f"was found: nested ids look like PARENT{alignment.sep}CHILD, where PARENT is itself an "
-            "item of the query (see --nest-sep)"
-        )
-    with measure_guard(measure, "failed", plugin):
-        result = measure.compute(view)
-    values = as_values(result, measure, view.num_queries, plugin)
-    # a query of the qrels that the run lacks is evaluated on an empty ranking, as trec_eval
-    # -c does: every rank-based measure is 0 there, while e.g. NumRel keeps its count
-    retrieved = view.retrieved
-    if view.level == 1:
-        ids = view.query_ids
-    else:
-        # average sub-queries (qid/parent) per top-level query
-        keep = retrieved if not missing_zero else np.ones(len(values), dtype=bool)
-        n_outer = len(view.outer_ids)
-        total = np.bincount(view.outer[keep], weights=values[keep], minlength=n_outer)
-        count = np.bincount(view.outer[keep], minlength=n_outer)
-        retrieved = np.bincount(view.outer, weights=retrieved, minlength=n_outer) > 0
-        values = np.divide(total, count, out=np.zeros(n_outer), where=count > 0)
-        ids = view.outer_ids
-    index = np.arange(len(ids))
-    if not missing_zero:
-        ids, values, index = ids[retrieved], values[retrieved], index[retrieved]
-    return view, ids, values, index
+    return out, on_duplicate or mode.on_duplicate or "error"

@@ -9,6 +9,8 @@ import pluggy
 
 if TYPE_CHECKING:
     from rankeval.measure import Measure
+    from rankeval.random_ranking import RandomModel
+    from rankeval.report import CompatMode, OutputFormat
 
 hookspec = pluggy.HookspecMarker("rankeval")
 hookimpl = pluggy.HookimplMarker("rankeval")
@@ -22,3 +24,18 @@ def register_measures(register: Callable[[type[Measure]], None]) -> None:
 @hookspec(firstresult=True)
 def resolve_measure(spec: str) -> Measure | None:
     """Return a measure for a spec whose name no registered measure has, or ``None``."""
+
+
+@hookspec
+def register_formats(register: Callable[[OutputFormat], None]) -> None:
+    """Register output formats of ``-f`` by calling ``register(OutputFormat(...))`` for each."""
+
+
+@hookspec
+def register_compat_modes(register: Callable[[CompatMode], None]) -> None:
+    """Register modes of ``--compat`` by calling ``register(CompatMode(...))`` for each."""
+
+
+@hookspec(firstresult=True)
+def random_model(measure: Measure) -> RandomModel | None:
+    """Return the random-ranking closed forms of *measure* (a ``RandomModel``), or ``None``."""

@@ -2,6 +2,10 @@
 
 Figures are built with :class:`matplotlib.figure.Figure` directly — no ``pyplot``, no global
 backend switch — and saved as PNG, PDF or SVG through an atomic write.
+
+May import: numpy, :mod:`rankeval.errors`, :mod:`rankeval.comparison_data` (the numbers of a
+comparison, for types only); matplotlib and :mod:`rankeval.outputs` lazily. Not
+:mod:`rankeval.comparison`, which calls this module.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-    from rankeval.comparison import Comparison
+    from rankeval.comparison_data import ComparisonData
 
 __all__ = [
     "PLOT_FORMATS",
@@ -59,7 +63,7 @@ def save_figure(fig: Figure, path: str | Path, fmt: str = "png") -> Path:
     return Path(path)
 
 
-def differences_figure(cmp: Comparison, measure: str, run: str, baseline: str | None = None) -> Figure:
+def differences_figure(cmp: ComparisonData, measure: str, run: str, baseline: str | None = None) -> Figure:
     """Per-query differences *run* - *baseline* on *measure*, as bars sorted from the largest
     gain to the largest loss (queries where either run has no value are left out)."""
     m = cmp.measure_index(measure)
@@ -85,7 +89,7 @@ def differences_figure(cmp: Comparison, measure: str, run: str, baseline: str | 
     return fig
 
 
-def distribution_figure(cmp: Comparison, measure: str) -> Figure:
+def distribution_figure(cmp: ComparisonData, measure: str) -> Figure:
     """Box plots of each run's per-query scores on *measure*, the mean marked."""
     m = cmp.measure_index(measure)
     data = [v[~np.isnan(v)] for v in cmp.values[:, m]]
@@ -100,7 +104,7 @@ def distribution_figure(cmp: Comparison, measure: str) -> Figure:
 
 
 def curve_figure(frame: pd.DataFrame, title: str | None = None) -> Figure:
-    """Each run's score against a measure parameter (a :func:`~rankeval.comparison.parameter_curve`
+    """Each run's score against a measure parameter (a :func:`~rankeval.curves.parameter_curve`
     frame); a logarithmic x axis when the values span more than two orders of magnitude."""
     fig = _figure(6.0, 4.0)
     ax = fig.add_subplot()
@@ -132,7 +136,7 @@ def _common_name(measures: list[Any]) -> str:
 
 
 def plot_comparison(
-    cmp: Comparison, directory: str | Path, fmt: str = "png", curves: Sequence[pd.DataFrame] = ()
+    cmp: ComparisonData, directory: str | Path, fmt: str = "png", curves: Sequence[pd.DataFrame] = ()
 ) -> list[Path]:
     """Write every plot of *cmp* into *directory*: ``differences-MEASURE-RUN.FMT`` (each
     run against the baseline), ``distribution-MEASURE.FMT`` and, for each curve frame,

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from types import ModuleType
+from typing import Any
 
 import pluggy
 
 from rankeval import hookspecs
+from rankeval.errors import PluginError, RankevalError, clip
 from rankeval.registry import PLUGIN_FAULTS, Registry
 
 __all__ = [
@@ -28,8 +31,10 @@ __all__ = [
     "DISABLE_AUTOLOAD_ENV",
     "ENTRY_POINT_GROUP",
     "autoload_disabled",
+    "hook_impls",
     "load_registry",
     "make_plugin_manager",
+    "plugin_guard",
 ]
 
 DEFAULT_PLUGINS = ("rankeval_trec", "rankeval_tbg", "rankeval_csdcg", "rankeval_tar", "rankeval_irmeasures")
@@ -112,3 +117,26 @@ def load_registry(
     for impl in pm.hook.register_measures.get_hookimpls():
         registry.collect(impl.plugin_name, impl.function)
     return registry
+
+
+# ----------------------------------------------------------- calling the other hooks
+def hook_impls(registry: Registry, hook: str) -> list[tuple[str, Callable[..., Any]]]:
+    """``(plugin name, function)`` of every implementation of *hook* in *registry*'s plugin
+    manager, in pluggy's call order (the last registered plugin first: ``-p`` plugins before
+    entry points before the built-ins)."""
+    if registry.pm is None:
+        return []
+    impls = getattr(registry.pm.hook, hook).get_hookimpls()
+    return [(impl.plugin_name, impl.function) for impl in reversed(impls)]
+
+
+@contextmanager
+def plugin_guard(plugin: str, action: str) -> Iterator[None]:
+    """Run a plugin's hook: an exception other than a :class:`~rankeval.errors.RankevalError`
+    is a :class:`~rankeval.errors.PluginError` ``plugin P failed <action>: <reason>``."""
+    try:
+        yield
+    except RankevalError:
+        raise
+    except (Exception, SystemExit) as exc:
+        raise PluginError(f"plugin {plugin} failed {action}: {clip(_fault(exc))}") from exc

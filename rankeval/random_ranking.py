@@ -2,29 +2,27 @@
 query's candidates (the documents a run retrieved), as Rummer-Downing & Weeds report it
 ("Random Baseline 0.73 ± 0.04", bootstrapped over 10,000 repeats).
 
-Expected values are exact where a closed form exists. For a query with *n* candidates, *c*
-of them relevant (grade ≥ ``rel``), *R* relevant documents in the qrels, cutoff ``m =
-min(k, n)`` (and ``max_docs``), a uniformly random order puts each candidate at each rank
-with probability ``1/n`` and any two candidates at any two ranks with probability
-``1/(n(n-1))``, so:
+The core holds the **candidate model** (:class:`Candidates`: per query, the number of
+candidates and the grades of the judged ones; a uniformly random order puts each candidate at
+each rank with probability ``1/n``) and the **Monte Carlo**: *samples* random orderings, each
+evaluated by the measure itself (the run is replicated *samples* times with random scores and
+evaluated in chunks). The spread of the baseline — the standard deviation of the aggregate
+(the mean over queries) across random orderings, the "± 0.04" — is always a Monte Carlo
+estimate.
 
-* ``P@k = c·m/(n·k)`` (hypergeometric mean); ``P`` without cutoff ``= c/n``;
-  ``R@k = c·m/(n·R)``; ``Rprec = c·min(R, n)/(n·R)``; ``Judged@k = (judged candidates)/n``;
-  ``NumRelRet = c·min(n, max_docs)/n``; ``NumRet``, ``NumRel`` do not depend on the order;
-* ``AP@k = (1/R) Σ_{i=1..m} (1/i)·E[rel_i · Σ_{j≤i} rel_j]
-  = (1/R) [ (c/n)·H_m + c(c-1)/(n(n-1))·(m - H_m) ]``, ``H_m`` the harmonic number;
-* ``RR@k = Σ_{i=1..m} (1/i)·C(n-i, c-1)/C(n, c)`` (the first relevant document at rank *i*);
-* ``Success@k = 1 - C(n-c, m)/C(n, m)``;
-* ``nDCG@k = ḡ·Σ_{i=1..m} 1/log2(i+1) / IDCG@k``, ``ḡ`` the mean gain of the candidates
-  (DCG is linear in the gains, and each rank holds a candidate's gain with probability 1/n).
+A measure family can do better through the ``random_model`` hook
+(:func:`rankeval.hookspecs.random_model`), which returns a :class:`RandomModel` for a measure
+of nesting level 1:
 
-Every other measure (and every measure at ``level=2`` or from another plugin) is estimated by
-Monte Carlo: *samples* random orderings, each one evaluated by the measure itself. The spread
-of the baseline — the standard deviation of the aggregate (the mean over queries) across
-random orderings, the "± 0.04" — is always a Monte Carlo estimate. For the classic measures the
-random orderings are drawn as rank positions of the judged candidates only (no run needs to be
-built); for the others the run is replicated *samples* times with random scores and
-evaluated in chunks.
+* ``expectation(candidates)`` — the exact expected value of each query (a closed form); the
+  baseline then reports it instead of the Monte Carlo mean (unless ``exact=False``);
+* ``sampler(candidates)`` — a function ``(query, positions) -> values`` giving the measure's
+  value on one query when its judged candidates sit at the 0-based ranks *positions* of each
+  random ordering (:func:`random_positions`); the orderings are then drawn as rank positions
+  of the judged candidates only, and no run needs to be built.
+
+The classic trec_eval measures implement the hook in their own plugin, as any family can
+(the [plugin guide](../plugins.md) shows how).
 """
 
 from __future__ import annotations
@@ -39,9 +37,10 @@ import numpy as np
 
 from rankeval.data import Qrels, Run, as_qrels, as_run
 from rankeval.engine import check_options
-from rankeval.errors import RankevalWarning, UsageError
+from rankeval.errors import PluginError, RankevalWarning, UsageError, measure_guard
 from rankeval.measure import Measure
 from rankeval.ranked import Alignment, RankedLists, segment_offsets
+from rankeval.scoring import as_values
 from rankeval.stats import MAX_SAMPLES
 
 if TYPE_CHECKING:
@@ -49,16 +48,45 @@ if TYPE_CHECKING:
 
     from rankeval.registry import Registry
 
-__all__ = ["EXACT", "RandomBaseline", "random_baseline"]
+__all__ = [
+    "Candidates",
+    "RandomBaseline",
+    "RandomModel",
+    "Sampler",
+    "random_baseline",
+    "random_models",
+    "random_positions",
+    "work",
+]
 
-#: the measures (of the ``trec`` plugin, at nesting level 1) whose expectation is exact
-EXACT = ("AP", "P", "R", "RR", "nDCG", "Success", "Rprec", "Judged", "NumRet", "NumRel", "NumRelRet")
 #: elements of one chunk of random draws (samples x candidates)
 CHUNK = 1 << 20
 #: run rows per chunk of the replicated run (Monte Carlo through the measures)
 ROWS_PER_CHUNK = 1 << 20
 
 Progress = Callable[[int], None]
+Sampler = Callable[[int, np.ndarray], np.ndarray]
+"""``sampler(query, positions) -> values``: ``(samples,)`` values of a measure on query
+*query* (an index into :class:`Candidates`) when its judged candidates, in the order of
+:meth:`Candidates.grades_of`, sit at the 0-based ranks *positions* (``(samples, c)``)."""
+
+
+@dataclass(frozen=True)
+class RandomModel:
+    """What a measure family knows about a measure under a uniformly random ordering of each
+    query's candidates (returned by the ``random_model`` hook). Either part may be missing.
+
+    Attributes:
+        expectation: ``expectation(candidates)``: the exact expected value of each query of
+            *candidates* (``(Q,)``), a closed form; the baseline reports it (and the
+            measure's aggregate of it) instead of the Monte Carlo mean.
+        sampler: ``sampler(candidates)``: a :data:`Sampler` for the Monte Carlo by rank
+            positions (faster than evaluating replicated runs through ``compute``); it must
+            give the values ``compute`` gives on the same orderings.
+    """
+
+    expectation: Callable[[Candidates], np.ndarray] | None = None
+    sampler: Callable[[Candidates], Sampler] | None = None
 
 
 @dataclass
@@ -162,8 +190,11 @@ def random_baseline(
     Returns:
         A :class:`RandomBaseline`.
     """
-    from rankeval.engine import aggregate, measure_plugins, resolve_measures
+    from rankeval.engine import resolve_measures
+    from rankeval.plugins import load_registry
+    from rankeval.scoring import aggregate, measure_plugins
 
+    registry = registry if registry is not None else load_registry()
     measure_list = resolve_measures(measures, registry)
     plugins = measure_plugins(measure_list, registry)
     if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= MAX_SAMPLES:
@@ -177,10 +208,10 @@ def random_baseline(
     view = alignment.view(1)
     keep = np.ones(view.num_queries, dtype=bool) if missing_zero else view.retrieved.copy()
     query_ids = view.query_ids[keep]
-    cand = _Candidates.of(view, keep)
-    kinds = [_kind(m) for m in measure_list]
-    classic = [i for i, k in enumerate(kinds) if k is not None]
-    other = [i for i, k in enumerate(kinds) if k is None]
+    cand = Candidates.of(view, keep, max_docs)
+    models = random_models(measure_list, registry)
+    fast = [i for i, (_, model) in enumerate(models) if model is not None and model.sampler is not None]
+    other = [i for i in range(len(measure_list)) if i not in fast]
 
     n_m, n_q = len(measure_list), len(query_ids)
     values = np.full((n_m, n_q), np.nan)
@@ -189,17 +220,14 @@ def random_baseline(
     std = np.full(n_m, np.nan)
     is_exact = np.zeros(n_m, dtype=bool)
     rng = np.random.default_rng(seed)
-    if classic:
-        ms = [measure_list[i] for i in classic]
-        mean, s_agg, s_std = _classic_samples(ms, cand, max_docs, samples, rng, progress)
-        for j, i in enumerate(classic):
-            sample_aggs[i], std[i] = s_agg[j], s_std[j]
-            if exact:
-                values[i] = _classic_exact(ms[j], cand, max_docs)
-                is_exact[i] = True
-            else:
-                values[i] = mean[j]
-            agg[i] = aggregate(ms[j], values[i], plugins[i]) if exact else float(s_agg[j].mean())
+    if fast:
+        samplers = [_sampler(measure_list[i], *models[i], cand) for i in fast]
+        mean, s_agg, s_std = _position_samples(
+            [measure_list[i] for i in fast], samplers, cand, samples, rng, progress
+        )
+        for j, i in enumerate(fast):
+            values[i], sample_aggs[i], std[i] = mean[j], s_agg[j], s_std[j]
+            agg[i] = float(s_agg[j].mean())
     if other:
         ms = [measure_list[i] for i in other]
         mean, s_agg, s_std = _engine_samples(
@@ -219,6 +247,14 @@ def random_baseline(
         for j, i in enumerate(other):
             values[i], sample_aggs[i], std[i] = mean[j], s_agg[j], s_std[j]
             agg[i] = float(s_agg[j].mean())
+    for i, (plugin, model) in enumerate(models):
+        if exact and model is not None and model.expectation is not None:
+            m = measure_list[i]
+            with measure_guard(m, "failed computing its random expectation", plugin):
+                result = model.expectation(cand)
+            values[i] = as_values(result, m, n_q, plugin)
+            is_exact[i] = True
+            agg[i] = aggregate(m, values[i], plugins[i])
     return RandomBaseline(
         measures=[str(m) for m in measure_list],
         query_ids=query_ids,
@@ -234,31 +270,94 @@ def random_baseline(
     )
 
 
-def work(qrels_queries: int, run_rows: int, measures: list[Measure], samples: int) -> int:
-    """Units of progress :func:`random_baseline` reports: one per query for the classic
-    measures, one per chunk of replicated runs for the others."""
-    kinds = [_kind(m) for m in measures]
-    total = qrels_queries if any(k is not None for k in kinds) else 0
-    if any(k is None for k in kinds):
+def work(
+    qrels_queries: int, run_rows: int, measures: list[Measure], samples: int, registry: Registry | None = None
+) -> int:
+    """Units of progress :func:`random_baseline` reports: one per query for the measures with
+    a sampler (:class:`RandomModel`), one per chunk of replicated runs for the others.
+    *registry*: the one given to :func:`random_baseline` (default: all installed plugins)."""
+    from rankeval.plugins import load_registry
+
+    models = random_models(measures, registry if registry is not None else load_registry())
+    fast = [model is not None and model.sampler is not None for _, model in models]
+    total = qrels_queries if any(fast) else 0
+    if not all(fast):
         total += -(-samples // max(1, ROWS_PER_CHUNK // max(run_rows, 1)))
     return total
 
 
+def random_models(measures: list[Measure], registry: Registry) -> list[tuple[str | None, RandomModel | None]]:
+    """``(plugin, model)`` of each measure: the first :class:`RandomModel` a ``random_model``
+    hook returns for it (``-p`` plugins are asked first), or ``(None, None)``. Only measures
+    of nesting level 1 have one: the candidates are the run's top-level items."""
+    from rankeval.plugins import hook_impls, plugin_guard
+
+    out: list[tuple[str | None, RandomModel | None]] = []
+    for m in measures:
+        with measure_guard(m, "failed", registry.plugin_of(m)):
+            level = m.view_level()
+        found: tuple[str | None, RandomModel | None] = (None, None)
+        for plugin, hook in hook_impls(registry, "random_model") if level == 1 else []:
+            with plugin_guard(plugin, f"giving the random model of {m}"):
+                model = hook(measure=m)
+            if model is None:
+                continue
+            if not isinstance(model, RandomModel):
+                raise PluginError(
+                    f"plugin {plugin} returned {type(model).__name__} as the random model of {m}, "
+                    "not a rankeval.random_ranking.RandomModel"
+                )
+            found = (plugin, model)
+            break
+        out.append(found)
+    return out
+
+
+def _sampler(measure: Measure, plugin: str | None, model: RandomModel | None, cand: Candidates) -> Sampler:
+    """*model*'s sampler of *measure* on *cand*, its code guarded (it names *plugin*)."""
+    assert model is not None and model.sampler is not None
+    make = model.sampler
+    with measure_guard(measure, "failed making its random sampler", plugin):
+        sampler = make(cand)
+
+    def guarded(q: int, pos: np.ndarray) -> np.ndarray:
+        with measure_guard(measure, "failed sampling random orderings", plugin):
+            return np.asarray(sampler(q, pos), dtype=np.float64)
+
+    return guarded
+
+
 # --------------------------------------------------------------------------- candidates
 @dataclass
-class _Candidates:
-    """Per kept query: number of candidates, the grades of the judged candidates (segments),
-    and the qrels-side numbers the classic measures need."""
+class Candidates:
+    """The candidate model: per kept query, the number of candidates (the documents the run
+    retrieved) and the grades of the judged ones, whose random ranks the baseline draws.
 
-    n: np.ndarray  # (Q,) candidates (retrieved rows)
-    offsets: np.ndarray  # (Q+1,) segments of grades
-    grades: np.ndarray  # judged candidates' grades
+    Attributes:
+        n: ``(Q,)`` candidates of each query.
+        offsets: ``(Q+1,)`` segments of :attr:`grades`: query *q*'s judged candidates are
+            ``grades[offsets[q]:offsets[q + 1]]``.
+        grades: the judged candidates' grades.
+        view: the run's ranked lists of nesting level 1 (:class:`~rankeval.ranked.RankedLists`),
+            for what the qrels say beyond the candidates (judged documents not retrieved).
+        keep: ``(view.num_queries,)`` which of the view's queries are kept (the missing-query
+            rule), in order: query *q* here is the *q*-th kept query of the view.
+        rows: the view's row of each of :attr:`grades`.
+        max_docs: the cutoff of every random ordering (``max_docs`` of the evaluation), or
+            ``None``.
+    """
+
+    n: np.ndarray
+    offsets: np.ndarray
+    grades: np.ndarray
     view: RankedLists
-    keep: np.ndarray  # (Q_view,) bool
-    rows: np.ndarray  # the view's row of each of grades
+    keep: np.ndarray
+    rows: np.ndarray
+    max_docs: int | None = None
 
     @classmethod
-    def of(cls, view: RankedLists, keep: np.ndarray) -> _Candidates:
+    def of(cls, view: RankedLists, keep: np.ndarray, max_docs: int | None = None) -> Candidates:
+        """The candidates of the kept queries of *view* (a level-1 view of a run)."""
         rows = view.judged_row_index
         q = view.query[rows]
         order = np.argsort(q, kind="stable")
@@ -268,123 +367,34 @@ class _Candidates:
         qk = remap[q[order]]
         grades = view.judged_row_relevance[order][qk >= 0]
         offsets = segment_offsets(qk[qk >= 0], len(index))
-        return cls(view.counts[keep].astype(np.int64), offsets, grades, view, keep, rows[order][qk >= 0])
+        return cls(
+            view.counts[keep].astype(np.int64), offsets, grades, view, keep, rows[order][qk >= 0], max_docs
+        )
+
+    def grades_of(self, q: int) -> np.ndarray:
+        """The grades of query *q*'s judged candidates."""
+        return self.grades[self.offsets[q] : self.offsets[q + 1]]
 
     def num_rel(self, rel: float) -> np.ndarray:
-        return _f(np.asarray(self.view.num_rel(rel), dtype=np.float64)[self.keep])
+        """``(Q,)`` relevant documents (grade ≥ *rel*) in the qrels, retrieved or not."""
+        return np.asarray(np.asarray(self.view.num_rel(rel), dtype=np.float64)[self.keep], dtype=np.float64)
 
     def count(self, mask: np.ndarray) -> np.ndarray:
-        """Per query: judged candidates where *mask* (over :attr:`grades`) holds."""
+        """Per query: judged candidates where *mask* (over :attr:`grades`) holds (or the sum
+        of *mask*'s values)."""
         q = np.repeat(np.arange(len(self.n)), np.diff(self.offsets))
         return np.bincount(q, weights=mask, minlength=len(self.n)).astype(np.float64)
 
-    def ideal_dcg(self, k: int | None) -> np.ndarray:
-        v = self.view
-        jrank = v.judged_rank()
-        gain = np.where(v.judged_relevance > 0, v.judged_relevance, 0.0)
-        if k is not None:
-            gain = gain * (jrank < k)
-        ideal = np.bincount(v.judged_query(), weights=gain / np.log2(jrank + 2.0), minlength=v.num_queries)
-        return _f(np.asarray(ideal, dtype=np.float64)[self.keep])
+    def cut(self, k: int | None = None) -> np.ndarray:
+        """``(Q,)`` ranks of each random ordering that count: ``min(n, k, max_docs)``."""
+        m = self.n.astype(np.float64)
+        for c in (k, self.max_docs):
+            if c is not None:
+                m = np.minimum(m, c)
+        return m
 
 
-def _kind(measure: Measure) -> str | None:
-    """The classic measure family of *measure* if its expectation has a closed form here."""
-    try:
-        import rankeval_trec
-    except ImportError:  # pragma: no cover - shipped in the same distribution
-        return None
-    cls = type(measure)
-    if getattr(measure, "level", 1) != 1 or cls.name not in EXACT:
-        return None
-    if getattr(rankeval_trec, cls.__name__, None) is not cls:
-        return None
-    return str(cls.name)
-
-
-def _f(x: Any) -> np.ndarray:
-    return np.asarray(x, dtype=np.float64)
-
-
-def _div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    num = np.asarray(num, dtype=np.float64)
-    den = np.broadcast_to(np.asarray(den, dtype=np.float64), num.shape)
-    out = np.zeros(num.shape)
-    np.divide(num, den, out=out, where=den > 0)
-    return out
-
-
-def _cut(n: np.ndarray, k: int | None, max_docs: int | None) -> np.ndarray:
-    m = n.astype(np.float64)
-    for c in (k, max_docs):
-        if c is not None:
-            m = np.minimum(m, c)
-    return m
-
-
-def _log_comb(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    from scipy.special import gammaln
-
-    out: np.ndarray = gammaln(a + 1) - gammaln(b + 1) - gammaln(a - b + 1)
-    return out
-
-
-# ------------------------------------------------------------------------- closed forms
-def _classic_exact(measure: Measure, cand: _Candidates, max_docs: int | None) -> np.ndarray:
-    """Exact per-query expectation of a classic measure under a random ordering."""
-    from scipy.special import digamma
-
-    kind = _kind(measure)
-    n = cand.n.astype(np.float64)
-    k: int | None = getattr(measure, "k", None)
-    rel = getattr(measure, "rel", 1)
-    c = cand.count(cand.grades >= rel)
-    big_r = cand.num_rel(rel)
-    m = _cut(cand.n, k, max_docs)
-    shown = _cut(cand.n, None, max_docs)
-    if kind == "NumRet":
-        return shown
-    if kind == "NumRel":
-        return big_r
-    if kind == "NumRelRet":
-        return _div(c * shown, n)
-    if kind == "P":
-        return _div(c, n) if k is None else _div(c * m, n) / k
-    if kind == "R":
-        return _div(_div(c * m, n), big_r)
-    if kind == "Rprec":
-        return _div(_div(c * np.minimum(big_r, shown), n), big_r)
-    if kind == "Judged":
-        judged = cand.count(np.ones(len(cand.grades)))
-        return np.where(m > 0, _div(judged, n), 0.0)
-    if kind == "AP":
-        harmonic = digamma(m + 1) + np.euler_gamma
-        pair = _div(c * (c - 1), n * (n - 1))
-        return _div(_div(c, n) * harmonic + pair * (m - harmonic), big_r)
-    if kind == "Success":
-        none = np.where(n - c >= m, np.exp(_log_comb(n - c, m) - _log_comb(n, m)), 0.0)
-        return np.where((c > 0) & (m > 0), 1.0 - none, 0.0)
-    if kind == "nDCG":
-        gain = cand.count(np.where(cand.grades > 0, cand.grades, 0.0))
-        top = int(m.max()) if len(m) else 0
-        disc = np.concatenate(([0.0], np.cumsum(1.0 / np.log2(np.arange(2, top + 2)))))
-        return _div(_div(gain, n) * disc[m.astype(np.int64)], cand.ideal_dcg(k))
-    if kind == "RR":
-        # P(first relevant at rank i) = C(n - i, c - 1) / C(n, c), summed over i <= m
-        mi = m.astype(np.int64)
-        q = np.repeat(np.arange(len(n)), mi)
-        i = np.arange(len(q)) - np.repeat(np.cumsum(mi) - mi, mi) + 1.0
-        nq, cq = n[q], c[q]
-        ok = (cq > 0) & (nq - i >= cq - 1)
-        logp = _log_comb(np.where(ok, nq - i, 0), np.where(ok, cq - 1, 0)) - _log_comb(
-            nq, np.where(ok, cq, 0)
-        )
-        terms = np.where(ok, np.exp(logp) / i, 0.0)
-        return np.bincount(q, weights=terms, minlength=len(n)).astype(np.float64)
-    raise AssertionError(kind)  # pragma: no cover
-
-
-# ----------------------------------------------------------------- Monte Carlo (classic)
+# ----------------------------------------------------------- Monte Carlo (by positions)
 def random_positions(rng: np.random.Generator, n: int, c: int, samples: int) -> np.ndarray:
     """``(samples, c)``: in each row, the 0-based ranks of *c* items under a uniformly random
     ordering of *n* items (a uniformly random injection into ``0..n-1``).
@@ -416,61 +426,6 @@ def random_positions(rng: np.random.Generator, n: int, c: int, samples: int) -> 
     return pos
 
 
-def classic_values(
-    measure: Measure,
-    pos: np.ndarray,
-    grades: np.ndarray,
-    n: int,
-    num_rel: float,
-    ideal: float,
-    max_docs: int | None,
-) -> np.ndarray:
-    """``(samples,)`` value of a classic measure on one query whose judged candidates (with
-    *grades*) sit at the 0-based ranks *pos* (``(samples, c)``) of an ordering of *n*."""
-    kind = _kind(measure)
-    k: int | None = getattr(measure, "k", None)
-    rel = getattr(measure, "rel", 1)
-    eff = float(_cut(np.array([n]), k, max_docs)[0])
-    shown = float(_cut(np.array([n]), None, max_docs)[0])
-    s = len(pos)
-    r = pos[:, grades >= rel]
-    if kind == "NumRet":
-        return np.full(s, shown)
-    if kind == "NumRel":
-        return np.full(s, float(num_rel))
-    if kind == "NumRelRet":
-        return _f((r < shown).sum(axis=1))
-    if kind == "P":
-        if k is None:
-            return (r < shown).sum(axis=1) / shown if shown else np.zeros(s)
-        return _f((r < eff).sum(axis=1) / k)
-    if kind == "R":
-        return (r < eff).sum(axis=1) / num_rel if num_rel else np.zeros(s)
-    if kind == "Rprec":
-        return (r < min(num_rel, shown)).sum(axis=1) / num_rel if num_rel else np.zeros(s)
-    if kind == "Success":
-        return _f((r < eff).any(axis=1))
-    if kind == "Judged":
-        return (pos < eff).sum(axis=1) / eff if eff else np.zeros(s)
-    if kind == "RR":
-        if r.shape[1] == 0:
-            return np.zeros(s)
-        first = r.min(axis=1)
-        return np.where(first < eff, 1.0 / (first + 1.0), 0.0)
-    if kind == "AP":
-        if r.shape[1] == 0 or not num_rel:
-            return np.zeros(s)
-        srt = np.sort(r, axis=1)
-        prec = np.arange(1, srt.shape[1] + 1) / (srt + 1.0)
-        return _f(np.where(srt < eff, prec, 0.0).sum(axis=1) / num_rel)
-    if kind == "nDCG":
-        if not ideal:
-            return np.zeros(s)
-        gain = np.where(grades > 0, grades, 0.0)
-        return _f(np.where(pos < eff, gain / np.log2(pos + 2.0), 0.0).sum(axis=1) / ideal)
-    raise AssertionError(kind)  # pragma: no cover
-
-
 class _Moments:
     """Per-sample running sums over queries: aggregate and spread of each random ordering."""
 
@@ -494,39 +449,30 @@ class _Moments:
         return agg, np.sqrt(var.mean(axis=1))
 
 
-def _classic_samples(
+def _position_samples(
     measures: list[Measure],
-    cand: _Candidates,
-    max_docs: int | None,
+    samplers: list[Sampler],
+    cand: Candidates,
     samples: int,
     rng: np.random.Generator,
     progress: Progress | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Monte Carlo over random orderings for the classic measures: ``(M, Q)`` per-query
-    means, ``(M, samples)`` aggregates, ``(M,)`` spread over queries."""
+    """Monte Carlo over random orderings drawn as the ranks of each query's judged
+    candidates, each measure valued by its sampler: ``(M, Q)`` per-query means,
+    ``(M, samples)`` aggregates, ``(M,)`` spread over queries."""
     n_q = len(cand.n)
     mean = np.zeros((len(measures), n_q))
     moments = _Moments(len(measures), samples)
-    num_rel = {rel: cand.num_rel(rel) for rel in {getattr(m, "rel", 1) for m in measures}}
-    ideal = {k: cand.ideal_dcg(k) for k in {getattr(m, "k", None) for m in measures if _kind(m) == "nDCG"}}
     for q in range(n_q):
         n = int(cand.n[q])
-        grades = cand.grades[cand.offsets[q] : cand.offsets[q + 1]]
+        c = int(cand.offsets[q + 1] - cand.offsets[q])
         vals = np.zeros((len(measures), samples))
-        step = max(1, CHUNK // max(len(grades), 1))
+        step = max(1, CHUNK // max(c, 1))
         for start in range(0, samples, step):
             rows = min(step, samples - start)
-            pos = random_positions(rng, n, len(grades), rows) if n else np.zeros((rows, 0), dtype=np.int64)
-            for j, m in enumerate(measures):
-                vals[j, start : start + rows] = classic_values(
-                    m,
-                    pos,
-                    grades,
-                    n,
-                    float(num_rel[getattr(m, "rel", 1)][q]),
-                    float(ideal[getattr(m, "k", None)][q]) if _kind(m) == "nDCG" else 0.0,
-                    max_docs,
-                )
+            pos = random_positions(rng, n, c, rows) if n else np.zeros((rows, 0), dtype=np.int64)
+            for j, sampler in enumerate(samplers):
+                vals[j, start : start + rows] = sampler(q, pos)
         mean[:, q] = vals.mean(axis=1)
         moments.add(vals)
         if progress is not None:
@@ -557,7 +503,7 @@ def _engine_samples(
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from rankeval.engine import _per_query, aggregate_lists
+    from rankeval.scoring import aggregate_lists, evaluate_measure
 
     n_q = len(query_ids)
     qpos = {str(q): i for i, q in enumerate(query_ids)}
@@ -612,7 +558,7 @@ def _engine_samples(
         for j, m in enumerate(measures):
             with warnings.catch_warnings():  # about the copies: noise (the real run was evaluated)
                 warnings.simplefilter("ignore", RankevalWarning)
-                view, ids, vals, index = _per_query(alignment, m, missing_zero, plugin=plugins[j])
+                view, ids, vals, index = evaluate_measure(alignment, m, missing_zero, plugin=plugins[j])
             where = np.array([lookup[str(i)] for i in ids], dtype=np.int64)
             block[j].reshape(-1)[where] = vals
             if _custom_aggregate(m):

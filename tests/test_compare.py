@@ -18,9 +18,10 @@ from typer.testing import CliRunner
 import rankeval
 from rankeval import stats
 from rankeval.cli.app import app
-from rankeval.comparison import COLUMNS, expand_template, parameter_curve
+from rankeval.comparison_data import COLUMNS
+from rankeval.curves import expand_template, parameter_curve
 from rankeval.errors import UsageError
-from rankeval.random_ranking import _Candidates, classic_values, random_positions
+from rankeval.random_ranking import random_positions
 
 multitest = pytest.importorskip("statsmodels.stats.multitest")
 
@@ -290,52 +291,6 @@ def test_random_baseline_monte_carlo_converges_to_exact() -> None:
     assert not mc.exact.any()
     np.testing.assert_allclose(mc.aggregate, exact.aggregate, rtol=0.02, atol=0.02)
     np.testing.assert_array_equal(mc.sample_aggregates, exact.sample_aggregates)  # same draws
-
-
-def test_classic_kernel_equals_the_measures() -> None:
-    """The vectorised per-ordering values of the classic measures equal the measures'
-    own values on the same orderings."""
-    from rankeval.data import as_qrels, as_run
-    from rankeval.ranked import Alignment
-
-    qrels, candidates = small_instance(6, 8)
-    run = {q: {d: 1.0 + i for i, d in enumerate(docs)} for q, docs in candidates.items()}
-    view = Alignment(as_qrels(qrels), as_run(run)).view(1)
-    cand = _Candidates.of(view, np.ones(view.num_queries, dtype=bool))
-    measures = [rankeval.parse_measure(m) for m in EXACT_MEASURES]
-    rng = np.random.default_rng(0)
-    doc_ids = np.asarray(view.doc_ids.to_pylist(), dtype=object)
-    for q, qid in enumerate(view.query_ids):
-        n = int(cand.n[q])
-        if n == 0:
-            continue
-        sl = slice(cand.offsets[q], cand.offsets[q + 1])
-        grades, judged_docs = cand.grades[sl], doc_ids[cand.rows[sl]]
-        others = [d for d in candidates[qid] if d not in set(judged_docs)]
-        pos = random_positions(rng, n, len(grades), 30)
-        orderings = {}
-        for s, row in enumerate(pos):
-            ranked = [None] * n
-            for doc, p in zip(judged_docs, row, strict=True):
-                ranked[p] = doc
-            rest = iter(others)
-            ranked = [d if d is not None else next(rest) for d in ranked]
-            orderings[f"{qid}#{s}"] = {d: float(n - i) for i, d in enumerate(ranked)}
-        df = rankeval.evaluate({k: qrels[qid] for k in orderings}, orderings, measures, max_docs=5)
-        df = df[df.query_id != "all"]
-        for measure in measures:
-            ours = classic_values(
-                measure,
-                pos,
-                grades,
-                n,
-                float(cand.num_rel(getattr(measure, "rel", 1))[q]),
-                float(cand.ideal_dcg(getattr(measure, "k", None))[q]),
-                5,
-            )
-            theirs = df[df.measure == str(measure)].set_index("query_id")["value"]
-            expected = np.array([theirs[f"{qid}#{s}"] for s in range(len(pos))])
-            np.testing.assert_allclose(ours, expected, atol=1e-12, err_msg=str(measure))
 
 
 @pytest.mark.parametrize("n, c", [(4, 2), (6, 2), (4, 3), (5, 5), (9, 1)])

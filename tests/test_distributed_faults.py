@@ -3,7 +3,7 @@ options, bad scheduler addresses and bad run paths.
 
 The fault tests start their own 2-worker ``LocalCluster`` through rankeval (the fault handling
 applies to the clusters rankeval starts), find its worker processes through the
-``rankeval.distributed._started`` seam, and check that none of them outlives the run.
+``rankeval.dask_cluster._started`` seam, and check that none of them outlives the run.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ import psutil
 import pytest
 
 import rankeval
+import rankeval.dask_cluster as dc
+import rankeval.dask_io as dio
 import rankeval.distributed as rd
 from rankeval.distributed import DaskOptions, read_run_frame
 from rankeval.errors import EngineError, InputError, MeasureError, UsageError
@@ -74,7 +76,7 @@ def workers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[psutil.Process]]:
     def started(c: Any) -> None:
         found.extend(psutil.Process(pid) for pid in c.run(os.getpid).values())
 
-    monkeypatch.setattr(rd, "_started", started)
+    monkeypatch.setattr(dc, "_started", started)
     yield found
     left = _wait_gone([*found, *(_children() - before)])
     for proc in left:
@@ -97,14 +99,14 @@ def _quiet(err: str) -> None:
 def _freeze_one(monkeypatch: pytest.MonkeyPatch, found: list[psutil.Process]) -> list[psutil.Process]:
     """Once the cluster is up, SIGSTOP one of its workers (before any task has run)."""
     frozen: list[psutil.Process] = []
-    recorded = rd._started
+    recorded = dc._started
 
     def started(c: Any) -> None:
         recorded(c)
         frozen.append(found[0])
         found[0].suspend()
 
-    monkeypatch.setattr(rd, "_started", started)
+    monkeypatch.setattr(dc, "_started", started)
     return frozen
 
 
@@ -152,13 +154,13 @@ def _pause(dask_worker: Any) -> None:
 
 def test_workers_paused_for_good_is_a_clean_error_in_bounded_time(workers, monkeypatch, capfd):
     """Workers paused at their memory limit (here: paused by hand) would wait for good."""
-    recorded = rd._started
+    recorded = dc._started
 
     def started(c: Any) -> None:
         recorded(c)
         c.run(_pause)
 
-    monkeypatch.setattr(rd, "_started", started)
+    monkeypatch.setattr(dc, "_started", started)
     start = time.monotonic()
     with pytest.raises(
         EngineError, match=r"no worker could run for 2 s \(all paused at their memory limit\)"
@@ -189,7 +191,7 @@ def test_scheduler_without_workers_is_a_clean_error_in_bounded_time(capfd):
 def test_keyboard_interrupt_mid_run_closes_the_cluster_quietly(workers, monkeypatch, capfd):
     """KeyboardInterrupt in the client while tasks are in flight: it propagates (the CLI
     prints its one line), after the cluster is closed; Dask prints nothing."""
-    real = rd._compute
+    real = dc.compute
     interrupted = []
 
     def compute(tasks: list[Any]) -> list[Any]:
@@ -202,7 +204,7 @@ def test_keyboard_interrupt_mid_run_closes_the_cluster_quietly(workers, monkeypa
         interrupted.append(futures)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(rd, "_compute", compute)
+    monkeypatch.setattr(dc, "compute", compute)
     with pytest.raises(KeyboardInterrupt):
         rankeval.evaluate(QRELS, RUN, "AP", engine="dask", dask=DaskOptions(blocksize=8192))
     assert interrupted and workers
@@ -213,10 +215,10 @@ def test_keyboard_interrupt_mid_run_closes_the_cluster_quietly(workers, monkeypa
 SCRIPT = """
 import os, sys, time
 import rankeval
-import rankeval.distributed as rd
+import rankeval.dask_cluster as dc
 from rankeval.distributed import DaskOptions
 
-real = rd._compute
+real = dc.compute
 
 def compute(tasks):
     if not str(tasks[0].key).startswith("_evaluate_part"):
@@ -230,7 +232,7 @@ def started(c):
     print("workers", *c.run(os.getpid).values(), flush=True)
 
 if __name__ == "__main__":
-    rd._started, rd._compute = started, compute
+    dc._started, dc.compute = started, compute
     try:
         rankeval.evaluate(sys.argv[1], sys.argv[2], "AP", engine="dask", dask=DaskOptions())
     except KeyboardInterrupt:  # what the CLI does
@@ -386,11 +388,11 @@ def test_bad_or_unreachable_scheduler_is_an_engine_error_within_the_timeout(addr
 
 def test_worker_config_and_preload_hook():
     """The settings rankeval gives Dask, and the hook its workers run."""
-    config = rd._dask_config(DaskOptions(worker_ttl=7, allowed_failures=1, connect_timeout=3))
+    config = dc._dask_config(DaskOptions(worker_ttl=7, allowed_failures=1, connect_timeout=3))
     assert config["distributed.scheduler.worker-ttl"] == "7s"
     assert config["distributed.scheduler.allowed-failures"] == 1
     assert config["distributed.comm.timeouts.connect"] == "3s"
-    assert rd.__name__ == "rankeval.distributed" and callable(rd.dask_setup)
+    assert dc.__name__ == "rankeval.dask_cluster" and callable(dc.dask_setup)
 
 
 # ------------------------------------------------------------------------------ run paths
@@ -495,7 +497,7 @@ def test_convert_to_parquet_stopped_midway_leaves_nothing(tmp_path, monkeypatch,
     threads are done before the half-written directory is removed."""
     from rankeval.convert import to_parquet
 
-    real = rd._parse_block
+    real = dio._parse_block
     calls = []
 
     def parse(data: bytes, name: str, first_line: int, file_no: int) -> Any:
@@ -505,7 +507,7 @@ def test_convert_to_parquet_stopped_midway_leaves_nothing(tmp_path, monkeypatch,
             raise fault("stop") if fault is KeyboardInterrupt else fault("bad block", source=name)
         return real(data, name, first_line, file_no)
 
-    monkeypatch.setattr(rd, "_parse_block", parse)
+    monkeypatch.setattr(dio, "_parse_block", parse)
     monkeypatch.setattr(rd, "DaskOptions", lambda: DaskOptions(blocksize=4096))  # several blocks
     with pytest.raises(fault):
         to_parquet(QRELS, RUN, tmp_path / "q.parquet", tmp_path / "r.parquet")

@@ -397,9 +397,16 @@ def test_block_builtin_trec_plugin() -> None:
 # --------------------------------------------------------------------- hooks
 def test_hookspecs_are_the_ones_tested() -> None:
     names = sorted(n for n in dir(hookspecs) if hasattr(getattr(hookspecs, n), "rankeval_spec"))
-    # every hook below has its own test: register_measures (test_register_measures_hook_*),
-    # resolve_measure (test_resolve_measure_hook_*)
-    assert names == ["register_measures", "resolve_measure"]
+    # every hook has its own tests: register_measures (test_register_measures_hook_*),
+    # resolve_measure (test_resolve_measure_hook_*) here; random_model, register_compat_modes and
+    # register_formats in tests/test_extension_points.py
+    assert names == [
+        "random_model",
+        "register_compat_modes",
+        "register_formats",
+        "register_measures",
+        "resolve_measure",
+    ]
 
 
 def test_register_measures_hook_builtin_dogfooding(make_module) -> None:

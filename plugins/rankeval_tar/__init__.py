@@ -42,6 +42,7 @@ import numpy as np
 from rankeval import Domain, Measure, hookimpl, param
 from rankeval.errors import InputError, RankevalWarning, SpecError
 from rankeval.measure import format_param_value
+from rankeval.segments import safe_divide, segment_position
 from rankeval.spec import MeasureSpec, Value, parse_spec
 
 if TYPE_CHECKING:
@@ -82,14 +83,6 @@ _EXPECTED = "expected 1 (threshold) or 0 (CLEF TAR 2018-2019), AF, NF or NS (CLE
 # costs of the evaluator's total_cost (UtilityBasedMeasure): screening a document costs 1,
 # missing a relevant one 20; a relevant document screened costs 1 - 20
 _C_SHOWN, _C_MISSED = 1.0, 20.0
-
-
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """num / den element-wise (float64), 0 where den is 0."""
-    num = np.asarray(num, dtype=np.float64)
-    den = np.asarray(den, dtype=np.float64)
-    out: np.ndarray = np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den > 0)
-    return out
 
 
 # ------------------------------------------------------------------------------ rounding
@@ -254,9 +247,10 @@ def _flag_codes(run: Run, rows: np.ndarray) -> np.ndarray:
 
 def screening(data: RankedLists) -> Screening:
     """The :class:`Screening` of *data*'s run (computed once per ranked lists)."""
-    key = "rankeval_tar.screening"
-    if key in data._cache:
-        return data._cache[key]  # type: ignore[no-any-return]
+    return data.memo("rankeval_tar.screening", lambda: _screening(data))
+
+
+def _screening(data: RankedLists) -> Screening:
     nq = data.num_queries
     order = np.lexsort((data.rows, data.query))  # topic, then file order
     q = data.query[order].astype(np.int64)
@@ -267,8 +261,7 @@ def screening(data: RankedLists) -> Screening:
         keep = ~(label >= 3)
     q, row, label, codes = q[keep], row[keep], label[keep], codes[keep]
     n = np.bincount(q, minlength=nq)
-    start = np.concatenate(([0], np.cumsum(n)[:-1]))
-    pos = np.arange(len(q)) - start[q] + 1
+    pos = segment_position(q) + 1
     with np.errstate(invalid="ignore"):
         relevant = (label > 0) & (label < 3)
     jrel, jq = data.judged_relevance, data.judged_query()
@@ -296,7 +289,7 @@ def screening(data: RankedLists) -> Screening:
     if len(q):
         head = np.concatenate(([True], q[1:] != q[:-1]))
         first_row[q[head]] = row[head]
-    out = Screening(
+    return Screening(
         q=q,
         pos=pos,
         relevant=relevant,
@@ -311,8 +304,6 @@ def screening(data: RankedLists) -> Screening:
         retrieved=np.asarray(data.retrieved, dtype=bool),
         first_row=first_row,
     )
-    data._cache[key] = out
-    return out
 
 
 # ------------------------------------------------------------------------------ estimators
@@ -388,21 +379,20 @@ def _numpy(x: Any) -> np.ndarray:
 def _estimates(data: RankedLists, est: str, clef: bool) -> tuple[np.ndarray, np.ndarray]:
     """``(R̂, R̂_screened)`` per topic: the estimated number of relevant documents, and of
     relevant documents among the lines screened (positions up to the threshold)."""
-    key = ("rankeval_tar.estimates", est, clef)
-    if key in data._cache:
-        return data._cache[key]  # type: ignore[no-any-return]
+    return data.memo(("rankeval_tar.estimates", est, clef), lambda: _make_estimates(data, est, clef))
+
+
+def _make_estimates(data: RankedLists, est: str, clef: bool) -> tuple[np.ndarray, np.ndarray]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
     qt = data.qrels.table
     nq = data.num_queries
     qids = pa.array([str(x) for x in data.query_ids], pa.string())
-    topic = pc.index_in(pc.cast(qt.column("query_id"), pa.string()), value_set=qids)
-    topic = _numpy(topic.fill_null(-1)).astype(np.int64)
     rel = _numpy(qt.column("relevance"))
     lines = pa.table(
         {
-            "t": topic,
+            "t": data.qrels_query(),
             "d": pc.cast(qt.column("doc_id"), pa.string()),
             "y": ((rel > 0) & (rel < 3)).astype(np.float64),
         }
@@ -437,7 +427,6 @@ def _estimates(data: RankedLists, est: str, clef: bool) -> tuple[np.ndarray, np.
         p = _numpy(docs.column("p_min")).astype(np.float64)
         m = _numpy(docs.column("m_sum")).astype(np.float64)
         out = hansen_hurwitz(t, y, p, m, nq), hansen_hurwitz(t, y * in_screened, p, m, nq)
-    data._cache[key] = out
     return out
 
 
@@ -633,7 +622,7 @@ class NormLastRel(_Tar):
     rounded: ClassVar[bool] = True
 
     def value(self, s: Screening, data: RankedLists) -> np.ndarray:
-        return _ratio(s.last_rel, s.Nn)
+        return safe_divide(s.last_rel, s.Nn)
 
 
 @dataclass(frozen=True)
@@ -660,7 +649,7 @@ class NormThreshold(_Tar):
     rounded: ClassVar[bool] = True
 
     def value(self, s: Screening, data: RankedLists) -> np.ndarray:
-        return _ratio(s.threshold(self.clef), s.Nn)
+        return safe_divide(s.threshold(self.clef), s.Nn)
 
 
 @dataclass(frozen=True)
@@ -691,8 +680,8 @@ def _recall_threshold(m: RecallThreshold | Reliability, s: Screening, data: Rank
     est = getattr(m, "est", "exact")
     if est != "exact":
         total, screened = _estimates(data, est, m.clef)
-        return _ratio(screened, total)
-    return _ratio(s.cg(s.screened(m.clef)), s.R)
+        return safe_divide(screened, total)
+    return safe_divide(s.cg(s.screened(m.clef)), s.R)
 
 
 @dataclass(frozen=True)
@@ -705,7 +694,7 @@ class WSS100(_Tar):
     source: ClassVar[str] = f"{CLEF}; Cohen et al., JAMIA 2006"
 
     def value(self, s: Screening, data: RankedLists) -> np.ndarray:
-        return np.where(s.found < s.R, 0.0, _ratio(s.Nn - s.last_rel, s.Nn))
+        return np.where(s.found < s.R, 0.0, safe_divide(s.Nn - s.last_rel, s.Nn))
 
 
 @dataclass(frozen=True)
@@ -721,7 +710,7 @@ class WSS95(_Tar):
     def value(self, s: Screening, data: RankedLists) -> np.ndarray:
         r95 = np.rint(s.R * 0.95).astype(np.int64)
         at = s.nth_relevant(np.minimum(r95, s.found))
-        return np.where(s.found < r95, 0.0, _ratio(s.Nn - at, s.Nn) - 0.05)
+        return np.where(s.found < r95, 0.0, safe_divide(s.Nn - at, s.Nn) - 0.05)
 
 
 @dataclass(frozen=True)
@@ -737,7 +726,7 @@ class TarAP(_Tar):
         q = s.q[rel]
         k = np.arange(len(rel)) - s._rel_start[q] + 1  # rank among the topic's relevant lines
         total = np.bincount(q, weights=k / s.pos[rel], minlength=len(s.n))  # sequential per topic
-        return _ratio(total, s.R)
+        return safe_divide(total, s.R)
 
 
 @dataclass(frozen=True)
@@ -759,7 +748,7 @@ class NormArea(_Tar):
         docs = np.where(s.n > s.N, s.n, s.N).astype(np.float64)
         R = s.R.astype(np.float64)
         best = R * docs - R * R / 2.0
-        return _ratio(area, best)
+        return safe_divide(area, best)
 
 
 @dataclass(frozen=True)
@@ -819,7 +808,7 @@ class RecallAt(_Tar):
         return s.cg(np.where(k <= s.n, k, reached))
 
     def value(self, s: Screening, data: RankedLists) -> np.ndarray:
-        return _ratio(self._found(s), s.R)
+        return safe_divide(self._found(s), s.R)
 
     def pool(self, s: Screening, data: RankedLists) -> tuple[np.ndarray, np.ndarray]:
         return self._found(s), s.R.astype(np.float64)
@@ -836,10 +825,10 @@ class LossER(_Tar):
 
     def value(self, s: Screening, data: RankedLists) -> np.ndarray:
         seen = s.seen(self.clef)
-        r = _ratio(s.cg(seen), s.R)
+        r = safe_divide(s.cg(seen), s.R)
         docs = np.maximum(s.N, seen)
         b = 100.0
-        effort = _ratio(np.full(len(docs), b), docs) ** 2.0 * (seen / (s.R + b)) ** 2.0
+        effort = safe_divide(np.full(len(docs), b), docs) ** 2.0 * (seen / (s.R + b)) ** 2.0
         return (1 - r) ** 2.0 + effort
 
 
@@ -943,4 +932,60 @@ def resolve_measure(spec: str) -> Measure | None:
         return None
     return RecallAt.from_spec(
         MeasureSpec(RecallAt.name, parsed.text, parsed.column, parsed.at, parsed.params)
+    )
+
+
+# ------------------------------------------------------------------ --compat clef, -f clef
+if TYPE_CHECKING:
+    from rankeval.report import CompatMode, OutputFormat, Row
+
+
+def render_clef(rows: list[Row], precision: int | None) -> str:
+    """The CLEF TAR evaluator's layout: ``topic<TAB>measure<TAB>value``, the aggregate as
+    topic ``ALL``, numbers as Python prints them (*precision* ignored), per-topic values that
+    are undefined left out; with several runs, each line starts with the run's name."""
+    import math
+
+    several = len({row.run for row in rows}) > 1
+    lines = []
+    for run, qid, m, v, is_int in rows:
+        if qid != "all" and math.isnan(v):
+            continue  # a topic the measure skips: the CLEF evaluator prints nothing
+        text = str(int(v)) if is_int and float(v).is_integer() else repr(float(v))
+        row = f"{'ALL' if qid == 'all' else qid}\t{m}\t{text}"
+        lines.append(f"{run}\t{row}" if several else row)
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def with_clef(measure: Measure) -> Measure | None:
+    """*measure* with ``compat=clef`` if it has a ``compat`` parameter (every TAR measure)."""
+    import dataclasses
+
+    if not any(f.name == "compat" for f in dataclasses.fields(measure)):
+        return None
+    return dataclasses.replace(measure, compat="clef")  # type: ignore[call-arg]
+
+
+@hookimpl
+def register_formats(register: Callable[[OutputFormat], None]) -> None:
+    """``-f clef``: the CLEF TAR evaluator's output layout."""
+    from rankeval.report import OutputFormat
+
+    register(OutputFormat("clef", render_clef, "the CLEF TAR evaluator's layout (tar_eval_2018.py)"))
+
+
+@hookimpl
+def register_compat_modes(register: Callable[[CompatMode], None]) -> None:
+    """``--compat clef``: the CLEF TAR evaluator's values, layout and duplicate rule."""
+    from rankeval.report import CompatMode
+
+    register(
+        CompatMode(
+            "clef",
+            with_clef,
+            format="clef",
+            on_duplicate="first",
+            description="the CLEF eHealth TAR evaluator (tar_eval_2018.py): its rounding, "
+            "aggregates and output layout (TAR measures)",
+        )
     )

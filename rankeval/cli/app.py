@@ -6,13 +6,22 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
-from rankeval.cli.common import DebugOption, debug_enabled, emit, handled, warnings_to_stderr
-from rankeval.errors import UsageError
-
-FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex", "clef")
-COMPAT = ("none", "clef")
+from rankeval.cli.common import (
+    DebugOption,
+    MaxDocsOption,
+    NestSepOption,
+    cli_registry,
+    debug_enabled,
+    emit,
+    handled,
+    split_p,
+    warnings_to_stderr,
+)
+from rankeval.cli.compare import compare_cmd
+from rankeval.errors import RankevalError, UsageError
+from rankeval.report import FORMATS as BUILTIN_FORMATS
 
 
 class _DefaultGroup(TyperGroup):
@@ -55,42 +64,47 @@ def _main(
     """
 
 
-def _split_p(values: list[str]) -> tuple[int | None, list[str], list[str]]:
-    """``-p`` takes a number of decimals or a plugin module (``no:name`` blocks one)."""
-    precision: int | None = None
-    plugins: list[str] = []
-    blocked: list[str] = []
-    for v in values:
-        if v.isdigit():
-            precision = int(v)
-        elif v.startswith("no:"):
-            blocked.append(v[3:])
-        else:
-            plugins.append(v)
-    return precision, plugins, blocked
+# --format, --compat and --on-duplicate list what the plugins add (``register_formats``,
+# ``register_compat_modes``): their help is written when it is shown, not at import time
+def _choices_help(registry: Any) -> dict[str, str]:
+    """The help of the options whose choices come from *registry* (``None``: built-ins only)."""
+    formats: list[str] = list(BUILTIN_FORMATS)
+    modes: dict[str, Any] = {}
+    if registry is not None:
+        from rankeval.report import compat_modes, output_formats
+
+        formats = output_formats(registry)
+        modes = {name: mode for name, (_, mode) in compat_modes(registry).items()}
+    by_mode = "".join(f"; {m.format} with --compat {n}" for n, m in modes.items() if m.format)
+    dup = "".join(f"; {m.on_duplicate} with --compat {n}" for n, m in modes.items() if m.on_duplicate)
+    described = "".join(f"; {n} = {m.description or 'a plugin mode'}" for n, m in modes.items())
+    return {
+        "fmt": f"Output format: {'|'.join(formats)} (default trec{by_mode}).",
+        "on_duplicate": "A document given twice for a query: error (as trec_eval), first or max "
+        f"(default error{dup}).",
+        "compat": f"Reproduce another evaluator's output: none (the default){described}.",
+    }
 
 
-def _registry(plugin_opts: list[str]) -> Any:
-    from rankeval.plugins import load_registry
+class _EvaluateCommand(TyperCommand):
+    """The evaluate command, whose ``--help`` lists the formats and compat modes of the
+    installed plugins."""
 
-    _, plugins, blocked = _split_p(plugin_opts)
-    registry = load_registry(plugins, blocked=blocked)
-    for name, why in registry.failures.items():
-        typer.echo(f"rankeval: warning: plugin {name!r} {why}", err=True)
-    return registry
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from rankeval.plugins import load_registry
+
+        try:
+            helps = _choices_help(load_registry())
+        except RankevalError:  # a plugin whose hooks fail: its formats are not listed
+            helps = _choices_help(None)
+        for param in self.params:
+            if param.name in helps and hasattr(param, "help"):
+                param.help = helps[param.name]
+        super().format_help(ctx, formatter)
 
 
 # options shared by evaluate and compare
-MaxDocsOption = Annotated[
-    int | None,
-    typer.Option("-M", "--max-docs", help="Evaluate only the top N documents of each query (trec_eval -M)."),
-]
-NestSepOption = Annotated[
-    str, typer.Option("--nest-sep", help="Nested-item separator; 'none' disables nesting.")
-]
-
-
-@app.command("evaluate")
+@app.command("evaluate", cls=_EvaluateCommand)
 def evaluate_cmd(
     qrels: Annotated[
         str,
@@ -111,7 +125,7 @@ def evaluate_cmd(
         typer.Option(
             "-f",
             "--format",
-            help=f"Output format: {'|'.join(FORMATS)} (default trec; clef with --compat clef).",
+            help=_choices_help(None)["fmt"],
         ),
     ] = None,
     p: Annotated[
@@ -141,8 +155,7 @@ def evaluate_cmd(
         str | None,
         typer.Option(
             "--on-duplicate",
-            help="A document given twice for a query: error (as trec_eval; the default), first "
-            "(the default with --compat clef, as the CLEF evaluator) or max.",
+            help=_choices_help(None)["on_duplicate"],
         ),
     ] = None,
     docinfo: Annotated[
@@ -159,8 +172,7 @@ def evaluate_cmd(
         str,
         typer.Option(
             "--compat",
-            help="Reproduce another evaluator's output: clef = the CLEF eHealth TAR evaluator "
-            "(tar_eval_2018.py): its rounding, aggregates and output layout (TAR measures).",
+            help=_choices_help(None)["compat"],
         ),
     ] = "none",
     engine: Annotated[
@@ -189,25 +201,20 @@ def evaluate_cmd(
 ) -> None:
     """Score runs against qrels (the default command)."""
     with handled(debug):
-        if compat not in COMPAT:
-            raise UsageError(f"unknown --compat {compat!r}; expected one of {', '.join(COMPAT)}")
-        clef = compat == "clef"
-        fmt = fmt or ("clef" if clef else "trec")
-        on_duplicate = on_duplicate or ("first" if clef else "error")
-        if fmt not in FORMATS:
-            raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+        registry, fmt = _compat_and_format(compat, fmt, [*p, *plugin])
         if not measure:
             raise UsageError(
                 "no measure given; use -m SPEC (e.g. -m AP -m nDCG@10); `rankeval measures` lists them"
             )
-        digits, _, _ = _split_p(p)
+        digits, _, _ = split_p(p)
         digits = precision if precision is not None else digits
         from rankeval.outputs import check_outputs
         from rankeval.report import check_precision, format_results
 
         check_precision(digits)
         check_outputs([("-o", output)], [qrels, *runs, docinfo])
-        registry = _registry([*p, *plugin])
+        if registry is None:
+            registry = cli_registry([*p, *plugin])
         measures = [m for spec in measure for m in registry.parse_many(spec)]
         from rankeval.data import Qrels, Run
         from rankeval.engine import as_runs, evaluate_results
@@ -243,7 +250,33 @@ def evaluate_cmd(
                 compat=None if compat == "none" else compat,
                 registry=registry,
             )
-        emit(format_results(results, fmt, per_query=per_query, precision=digits), output)
+        emit(format_results(results, fmt, per_query=per_query, precision=digits, registry=registry), output)
+
+
+def _compat_and_format(compat: str, fmt: str | None, plugin_opts: list[str]) -> tuple[Any, str]:
+    """Check ``--compat`` and ``--format`` against what the plugins add (loading them only
+    when a name is not built in) and give the format: ``-f``, else the compat mode's, else
+    trec. Returns the registry if it was loaded."""
+    registry = None
+    mode = None
+    if compat != "none":
+        from rankeval.report import compat_modes
+
+        registry = cli_registry(plugin_opts)
+        modes = compat_modes(registry)
+        if compat not in modes:
+            raise UsageError(f"unknown --compat {compat!r}; expected one of {', '.join(['none', *modes])}")
+        mode = modes[compat][1]
+    fmt = fmt or (mode.format if mode is not None and mode.format else "trec")
+    if fmt not in BUILTIN_FORMATS:
+        from rankeval.report import output_formats
+
+        if registry is None:
+            registry = cli_registry(plugin_opts)
+        formats = output_formats(registry)
+        if fmt not in formats:
+            raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(formats)}")
+    return registry, fmt
 
 
 PluginOption = Annotated[list[str], typer.Option("-p", "--plugin", help="Extra plugin module to load.")]
@@ -253,7 +286,7 @@ PluginOption = Annotated[list[str], typer.Option("-p", "--plugin", help="Extra p
 def measures_cmd(p: PluginOption = [], debug: DebugOption = False) -> None:  # noqa: B006 - typer needs a list default
     """List every measure: name, parameters (type, default), description, source, plugin."""
     with handled(debug):
-        _list_measures(_registry(p))
+        _list_measures(cli_registry(p))
 
 
 def _list_measures(registry: Any) -> None:
@@ -276,14 +309,24 @@ def _list_measures(registry: Any) -> None:
 def plugins_cmd(p: PluginOption = [], debug: DebugOption = False) -> None:  # noqa: B006 - typer needs a list default
     """List loaded plugins, where they came from, their measures, and broken plugins."""
     with handled(debug):
-        _list_plugins(_registry(p))
+        _list_plugins(cli_registry(p))
 
 
 def _list_plugins(registry: Any) -> None:
+    from rankeval.plugins import hook_impls
+    from rankeval.report import compat_modes, plugin_formats
+
+    formats = {fmt: plugin for fmt, (plugin, _) in plugin_formats(registry).items()}
+    modes = {mode: plugin for mode, (plugin, _) in compat_modes(registry).items()}
+    resolvers = {plugin for plugin, _ in hook_impls(registry, "resolve_measure")}
     for name, origin in registry.plugins.items():
         names = sorted(e.cls.name for e in registry.measures.values() if e.plugin == name)
-        extra = "" if names else " (resolves other measure names)"
-        typer.echo(f"{name}\t{origin}\t{', '.join(names)}{extra}")
+        extra = [f"format {f}" for f, p in formats.items() if p == name]
+        extra += [f"--compat {m}" for m, p in modes.items() if p == name]
+        if name in resolvers:
+            extra.append("resolves other measure names")
+        more = f" ({'; '.join(extra)})" if extra else ""
+        typer.echo(f"{name}\t{origin}\t{', '.join(names)}{more}")
     for name, why in registry.failures.items():
         typer.echo(f"{name}\tBROKEN\t{why}")
     if not registry.autoload:
@@ -328,5 +371,5 @@ def convert_cmd(
         write_outputs([(qrels_out, qrels_text), (run_out, run_text)])
 
 
-# the compare command lives in its own module; importing it registers it on `app`
-from rankeval.cli import compare as _compare  # noqa: E402, F401
+# the compare command lives in its own module (which does not import this one)
+app.command("compare")(compare_cmd)

@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -32,10 +32,14 @@ from rankeval.errors import RankevalError, RankevalWarning
 
 __all__ = [
     "DebugOption",
+    "MaxDocsOption",
+    "NestSepOption",
+    "cli_registry",
     "debug_enabled",
     "emit",
     "fail",
     "handled",
+    "split_p",
     "warnings_to_stderr",
 ]
 
@@ -46,6 +50,16 @@ DebugOption = Annotated[
         help="Show Python tracebacks of errors (for plugin authors and bug reports); also RANKEVAL_DEBUG=1.",
     ),
 ]
+
+# options shared by evaluate and compare
+MaxDocsOption = Annotated[
+    int | None,
+    typer.Option("-M", "--max-docs", help="Evaluate only the top N documents of each query (trec_eval -M)."),
+]
+NestSepOption = Annotated[
+    str, typer.Option("--nest-sep", help="Nested-item separator; 'none' disables nesting.")
+]
+
 
 INTERRUPTED = 130
 """Exit code after Ctrl-C (128 + SIGINT), as shells report it."""
@@ -136,3 +150,30 @@ def emit(text: str | bytes, output: str | Path | None) -> None:
         write_output(output, text)
     else:
         write_stdout(text if isinstance(text, str) else text.decode("utf-8"))
+
+
+def split_p(values: list[str]) -> tuple[int | None, list[str], list[str]]:
+    """``-p`` takes a number of decimals or a plugin module (``no:name`` blocks one)."""
+    precision: int | None = None
+    plugins: list[str] = []
+    blocked: list[str] = []
+    for v in values:
+        if v.isdigit():
+            precision = int(v)
+        elif v.startswith("no:"):
+            blocked.append(v[3:])
+        else:
+            plugins.append(v)
+    return precision, plugins, blocked
+
+
+def cli_registry(plugin_opts: list[str]) -> Any:
+    """The registry of the built-in, entry-point and ``-p``/``--plugin`` plugins; each broken
+    plugin is one ``rankeval: warning:`` line."""
+    from rankeval.plugins import load_registry
+
+    _, plugins, blocked = split_p(plugin_opts)
+    registry = load_registry(plugins, blocked=blocked)
+    for name, why in registry.failures.items():
+        typer.echo(f"rankeval: warning: plugin {name!r} {why}", err=True)
+    return registry

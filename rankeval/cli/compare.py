@@ -7,14 +7,16 @@ from typing import Annotated
 
 import typer
 
-from rankeval.cli.app import (
+from rankeval.cli.common import (
+    DebugOption,
     MaxDocsOption,
     NestSepOption,
-    _registry,
-    _split_p,
-    app,
+    cli_registry,
+    emit,
+    handled,
+    split_p,
+    warnings_to_stderr,
 )
-from rankeval.cli.common import DebugOption, emit, handled, warnings_to_stderr
 from rankeval.errors import UsageError
 
 FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex")
@@ -28,7 +30,6 @@ def _choice(option: str, value: str, choices: tuple[str, ...]) -> None:
         raise UsageError(f"{option}: unknown value {value!r}; expected one of {', '.join(choices)}")
 
 
-@app.command("compare")
 def compare_cmd(
     qrels: Annotated[
         str,
@@ -179,16 +180,17 @@ def compare_cmd(
             raise UsageError("--curve writes a plot: give --plot DIR")
         if not measure:
             raise UsageError("no measure given; use -m SPEC (e.g. -m AP -m nDCG@10)")
-        digits, _, _ = _split_p(p)
+        digits, _, _ = split_p(p)
         digits = precision if precision is not None else digits
         from rankeval.outputs import check_outputs
         from rankeval.report import check_precision
 
         check_precision(digits)
         check_outputs([("-o", output), ("--plot", plot)], [qrels, *runs, docinfo])
-        registry = _registry([*p, *plugin])
+        registry = cli_registry([*p, *plugin])
         measures = [m for spec in measure for m in registry.parse_many(spec)]
-        from rankeval.comparison import compare, expand_template, parameter_curve
+        from rankeval.comparison import compare
+        from rankeval.curves import expand_template, parameter_curve
         from rankeval.data import Qrels, Run
         from rankeval.engine import as_runs
 
