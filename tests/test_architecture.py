@@ -336,3 +336,90 @@ def test_qrels_query_maps_each_qrels_line_to_its_query():
         for q, d in zip(table_q, docs, strict=True)
     ]
     assert kids.qrels_query().tolist() == expected
+
+
+# --------------------------------------------------------------------- import cycles
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PLUGINS if PLUGINS in path.parents else ROOT).with_suffix("")
+    parts = list(rel.parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Project module → project modules it imports, at run time: top-level and lazy imports
+    inside functions count; imports under ``if TYPE_CHECKING:`` (annotations only) do not."""
+    files = {_module_name(p): p for p in [*_modules(CORE), *_modules(PLUGINS)]}
+    graph: dict[str, set[str]] = {m: set() for m in files}
+    for module, path in files.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.If)
+                and isinstance(node.test, ast.Name)
+                and node.test.id == "TYPE_CHECKING"
+            ):
+                node.body = []
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                names = [base, *(f"{base}.{a.name}" for a in node.names)]
+            for name in names:
+                while name and name not in files:
+                    name = name.rpartition(".")[0]
+                # a submodule importing names from its own top-level package (`from rankeval
+                # import Measure`) depends on the package's public surface, not a cycle of its own
+                if name and name != module and name != module.split(".")[0]:
+                    graph[module].add(name)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_among_project_modules():
+    graph = import_graph()
+    assert "rankeval.engine" in graph and "rankeval_trec" in graph
+    assert "rankeval.distributed" in graph["rankeval.engine"]  # a lazy import counts
+    assert "rankeval.random_ranking" not in graph["rankeval.hookspecs"]  # TYPE_CHECKING does not
+    assert cycles(graph) == []
