@@ -3,6 +3,7 @@
 Registered in ``mkdocs.yml`` under ``hooks:``. Two kinds of placeholders are replaced in
 the Markdown of every page:
 
+* ``<!-- builtin-plugins -->`` — the built-in plugins and what each provides (the registry);
 * ``<!-- measures -->`` — one section per measure of the registry (built-in plugins only,
   so the site does not depend on what else happens to be installed on the build machine):
   name, description, definition (the class docstring), parameters (type, domain, default,
@@ -27,6 +28,7 @@ from typing import Any
 log = logging.getLogger("mkdocs.hooks.rankeval")
 
 MEASURES_PLACEHOLDER = "<!-- measures -->"
+BUILTINS_PLACEHOLDER = "<!-- builtin-plugins -->"
 MEASURE_INDEX_PLACEHOLDER = "<!-- measures-index -->"
 SOURCE_PLACEHOLDER = re.compile(r"<!--\s*source:\s*([A-Za-z0-9_.]+):([A-Za-z0-9_.]+)\s*-->")
 HELP_PLACEHOLDER = re.compile(r"<!--\s*help:\s*([A-Za-z0-9_-]+)\s*-->")
@@ -96,6 +98,22 @@ def measures_index_markdown() -> str:
         lines.append(
             f"| [`{cls.name}{at}`](#{_anchor(cls.name)}) | {_cell(cls.description)} | `{entry.plugin}` |"
         )
+    return "\n".join(lines) + "\n"
+
+
+def builtin_plugins_markdown() -> str:
+    """A list of the built-in plugins, from the registry: each with what it provides."""
+    from rankeval.plugins import DEFAULT_PLUGINS, hook_impls
+
+    registry = _registry()
+    resolvers = {plugin for plugin, _ in hook_impls(registry, "resolve_measure")}
+    lines = []
+    for name in DEFAULT_PLUGINS:
+        measures = sorted((e.cls.name for e in registry.measures.values() if e.plugin == name), key=str.lower)
+        what = ", ".join(f"`{m}`" for m in measures)
+        if name in resolvers:
+            what += ("; " if what else "") + "resolves other measure names"
+        lines.append(f"- `{name}`: {what}")
     return "\n".join(lines) + "\n"
 
 
@@ -218,6 +236,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """Replace the placeholders of this page with generated Markdown."""
     if MEASURE_INDEX_PLACEHOLDER in markdown:
         markdown = markdown.replace(MEASURE_INDEX_PLACEHOLDER, measures_index_markdown())
+    if BUILTINS_PLACEHOLDER in markdown:
+        markdown = markdown.replace(BUILTINS_PLACEHOLDER, builtin_plugins_markdown())
     if MEASURES_PLACEHOLDER in markdown:
         markdown = markdown.replace(MEASURES_PLACEHOLDER, measures_markdown())
     if SOURCE_PLACEHOLDER.search(markdown):
