@@ -24,6 +24,7 @@ from rankeval.errors import (
 )
 from rankeval.hookspecs import hookimpl
 from rankeval.measure import Domain, Duration, Measure, param
+from rankeval.options import EvalOptions
 
 __version__ = "0.1.0"
 
@@ -34,6 +35,7 @@ __all__ = [
     "Domain",
     "Duration",
     "EngineError",
+    "EvalOptions",
     "InputError",
     "Measure",
     "MeasureError",

@@ -16,7 +16,8 @@ This module holds :func:`compare` and :class:`Comparison`; the numbers of a comp
 :mod:`rankeval.comparison_data`, parameter curves in :mod:`rankeval.curves` (re-exported here),
 progress bars in :mod:`rankeval.progress`.
 
-May import: every module named above, :mod:`rankeval.errors`, :mod:`rankeval.measure`; the
+May import: every module named above, :mod:`rankeval.errors`, :mod:`rankeval.measure`,
+:mod:`rankeval.options` (the options and their choices); the
 engine, the data model and the random baseline lazily. Nothing imports this module but the
 package's public API (``rankeval.compare``) and the CLI.
 """
@@ -24,18 +25,26 @@ package's public API (``rankeval.compare``) and the CLI.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rankeval import stats
 from rankeval.comparison_data import RANDOM, ComparisonData
 from rankeval.comparison_stats import correct, pair_stats, run_stats
 from rankeval.curves import expand_template, parameter_curve
 from rankeval.errors import UsageError
 from rankeval.measure import Measure
+from rankeval.options import (
+    CIS,
+    FAMILIES,
+    PAIRS,
+    EvalOptions,
+    check_compare_options,
+    check_no_compat,
+    eval_options,
+)
 from rankeval.plots import plot_comparison
 from rankeval.progress import Task
 from rankeval.progress import progress as progress_bars
@@ -61,10 +70,6 @@ __all__ = [
     "expand_template",
     "parameter_curve",
 ]
-
-PAIRS = ("baseline", "all")
-CIS = ("t", "bootstrap")
-FAMILIES = ("measure", "all")
 
 
 # --------------------------------------------------------------------------- result
@@ -169,16 +174,12 @@ class Comparison(ComparisonData):
 
 
 # --------------------------------------------------------------------------- compare
-def _check(name: str, value: Any, choices: Sequence[str]) -> None:
-    if value not in choices:
-        raise UsageError(f"unknown {name} {value!r}; expected one of {', '.join(choices)}")
-
-
 def compare(
     qrels: Any,
     runs: Any,
     measures: str | Measure | Iterable[str | Measure],
     *,
+    options: EvalOptions | None = None,
     baseline: str | None = None,
     pairs: str = "baseline",
     test: str = "ttest",
@@ -192,7 +193,7 @@ def compare(
     missing_zero: bool = True,
     nest_sep: str | None = "/",
     max_docs: int | None = None,
-    on_duplicate: str = "error",
+    on_duplicate: str | None = None,
     docinfo: str | Path | None = None,
     registry: Registry | None = None,
     progress: bool | None = None,
@@ -205,6 +206,11 @@ def compare(
         runs: two or more runs (a list, or ``{name: run}``), as for :func:`rankeval.evaluate`;
             one run is enough with *random_baseline*.
         measures: measure specs or objects.
+        options: the evaluation options (:class:`~rankeval.options.EvalOptions`; no
+            ``compat``), or give them one by one as *missing_zero*, *nest_sep*, *max_docs*,
+            *on_duplicate* and *docinfo* (as for :func:`rankeval.evaluate`; not both). With
+            ``missing_zero=False``, the queries a run lacks are left out of each comparison
+            that involves that run (as are queries whose value is undefined).
         baseline: name of the baseline run (default: the first run).
         pairs: ``"baseline"``: each run against the baseline; ``"all"``: every pair of runs.
         test: ``"ttest"`` (paired t-test), ``"wilcoxon"`` (signed-rank), ``"bootstrap"``
@@ -222,13 +228,6 @@ def compare(
         random_baseline: add a run ``random``: the expected value of each measure under a
             uniformly random ordering of the baseline run's retrieved documents (a run name:
             of that run's documents); see :mod:`rankeval.random_ranking`.
-        missing_zero: as for :func:`rankeval.evaluate`; with ``False``, the queries a run
-            lacks are left out of each comparison that involves that run (as are queries
-            whose value is undefined).
-        nest_sep: as for :func:`rankeval.evaluate`.
-        max_docs: as for :func:`rankeval.evaluate`.
-        on_duplicate: as for :func:`rankeval.evaluate`.
-        docinfo: as for :func:`rankeval.evaluate`.
         registry: as for :func:`rankeval.evaluate`.
         progress: show a progress bar on stderr (default: when stderr is a terminal).
 
@@ -238,55 +237,94 @@ def compare(
     Raises:
         UsageError: fewer than two runs, an unknown baseline, or a bad option value.
     """
-    from rankeval.data import as_qrels
-    from rankeval.engine import as_runs, evaluate_results, resolve_measures
+    from rankeval.engine import resolve_measures
 
-    _check_options(pairs, test, correction, family, ci, alpha, samples)
+    check_compare_options(pairs, test, correction, family, ci, alpha, samples)
     measure_list = resolve_measures(measures, registry)
-    qrels_obj = as_qrels(qrels)
-    if docinfo is not None:
-        qrels_obj = qrels_obj.with_docinfo(docinfo)
-    run_objs = as_runs(runs)
-    names = [r.name for r in run_objs]
-    base, source = _roles(run_objs, baseline, random_baseline)
-    results = evaluate_results(
-        qrels_obj,
-        run_objs,
-        measure_list,
+    opts = eval_options(
+        options,
         missing_zero=missing_zero,
         nest_sep=nest_sep,
         max_docs=max_docs,
         on_duplicate=on_duplicate,
-        registry=registry,
+        docinfo=docinfo,
     )
-    specs = [str(m) for m in measure_list]
-    blocks = _blocks(results, names, specs)
+    check_no_compat(opts, "compare")
+    inputs = _evaluate(qrels, runs, measure_list, opts, baseline, random_baseline, registry)
+    plan = _Plan(pairs, test, correction, family, float(alpha), samples, seed, ci)
+    return _compared(inputs, plan, registry, progress)
 
+
+@dataclass(frozen=True)
+class _Plan:
+    """The statistics options of a comparison (checked)."""
+
+    pairs: str
+    test: str
+    correction: str
+    family: str
+    alpha: float
+    samples: int
+    seed: int | None
+    ci: str
+
+
+@dataclass
+class _Inputs:
+    """What a comparison starts from: the data read, the runs' evaluation, the roles."""
+
+    qrels: Qrels
+    runs: list[Run]
+    measures: list[Measure]
+    options: EvalOptions  # its docinfo applied to qrels
+    results: Results
+    base: int  # the baseline run
+    source: int | None  # the run whose documents the random baseline orders (None: no baseline)
+
+
+def _evaluate(
+    qrels: Any,
+    runs: Any,
+    measures: list[Measure],
+    options: EvalOptions,
+    baseline: str | None,
+    random_baseline: bool | str,
+    registry: Registry | None,
+) -> _Inputs:
+    """Read qrels and runs, find the roles of the runs, evaluate them."""
+    from rankeval.data import as_qrels
+    from rankeval.engine import as_runs, evaluate_results
+
+    qrels_obj = as_qrels(qrels)
+    if options.docinfo is not None:
+        qrels_obj = qrels_obj.with_docinfo(options.docinfo)
+    options = replace(options, docinfo=None)
+    run_objs = as_runs(runs)
+    base, source = _roles(run_objs, baseline, random_baseline)
+    results = evaluate_results(qrels_obj, run_objs, measures, options=options, registry=registry)
+    return _Inputs(qrels_obj, run_objs, measures, options, results, base, source if random_baseline else None)
+
+
+def _compared(inputs: _Inputs, plan: _Plan, registry: Registry | None, progress: bool | None) -> Comparison:
+    """The statistics of the comparison: the random baseline, the tests, the intervals."""
+    names = [r.name for r in inputs.runs]
+    specs = [str(m) for m in inputs.measures]
+    blocks = _blocks(inputs.results, names, specs)
     with progress_bars(progress) as task:
         rb = None
-        if random_baseline:
-            rb = _random_baseline(
-                qrels_obj,
-                run_objs[source],
-                measure_list,
-                samples=samples,
-                seed=seed,
-                task=task,
-                missing_zero=missing_zero,
-                nest_sep=nest_sep,
-                max_docs=max_docs,
-                on_duplicate=on_duplicate,
-                registry=registry,
-            )
+        if inputs.source is not None:
+            rb = _random_baseline(inputs, inputs.runs[inputs.source], plan, task, registry)
             names = [*names, RANDOM]
         query_ids, values, aggregate = _assemble(blocks, rb, len(names), len(specs))
-        pair_list = _pairs(pairs, len(names), base)
-        out = pair_stats(values, pair_list, test, ci, alpha, samples, seed, task)
-        run_std, run_se, run_low, run_high = run_stats(values, ci, alpha, samples, seed, task)
+        pair_list = _pairs(plan.pairs, len(names), inputs.base)
+        out = pair_stats(values, pair_list, plan.test, plan.ci, plan.alpha, plan.samples, plan.seed, task)
+        run_std, run_se, run_low, run_high = run_stats(
+            values, plan.ci, plan.alpha, plan.samples, plan.seed, task
+        )
         if rb is not None:
             run_std[-1], run_se[-1] = rb.std, rb.se
-            run_low[-1], run_high[-1] = rb.interval(alpha)
-    p_adj = correct(out["p_value"], correction, family)
+            run_low[-1], run_high[-1] = rb.interval(plan.alpha)
+    p_adj = correct(out["p_value"], plan.correction, plan.family)
     return Comparison(
         runs=names,
         measures=specs,
@@ -299,18 +337,18 @@ def compare(
         ci_high=run_high,
         pairs=pair_list,
         p_adjusted=p_adj,
-        baseline=names[base],
-        pair_mode=pairs,
-        test=test,
-        correction=correction,
-        family=family,
-        alpha=float(alpha),
-        samples=samples,
-        seed=seed,
-        ci=ci,
+        baseline=names[inputs.base],
+        pair_mode=plan.pairs,
+        test=plan.test,
+        correction=plan.correction,
+        family=plan.family,
+        alpha=plan.alpha,
+        samples=plan.samples,
+        seed=plan.seed,
+        ci=plan.ci,
         random=rb,
-        integer_measures=set(results.integer_measures),
-        whole_measures=set(results.whole_measures),
+        integer_measures=set(inputs.results.integer_measures),
+        whole_measures=set(inputs.results.whole_measures),
         **out,
     )
 
@@ -343,21 +381,6 @@ def _find_run(runs: Sequence[Any], name: str, what: str) -> int:
     raise UsageError(f"unknown {what} {name!r}; the runs are: {', '.join(r.name for r in runs)}")
 
 
-def _check_options(
-    pairs: str, test: str, correction: str, family: str, ci: str, alpha: float, samples: int
-) -> None:
-    """A UsageError for an option of :func:`compare` out of its domain."""
-    _check("pairs", pairs, PAIRS)
-    _check("test", test, stats.TESTS)
-    _check("correction", correction, stats.CORRECTIONS)
-    _check("family", family, FAMILIES)
-    _check("ci", ci, CIS)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise UsageError(f"alpha must be between 0 and 1 (exclusive), not {alpha!r}")
-    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= stats.MAX_SAMPLES:
-        raise UsageError(f"samples must be an integer from 1 to {stats.MAX_SAMPLES:,}, not {samples!r}")
-
-
 # One block per run and measure: (run index, measure index, query ids, values, aggregate).
 _Block = tuple[int, int, np.ndarray, np.ndarray, float]
 
@@ -374,18 +397,7 @@ def _blocks(results: Results, names: list[str], specs: list[str]) -> list[_Block
 
 
 def _random_baseline(
-    qrels: Qrels,
-    run: Run,
-    measures: list[Measure],
-    *,
-    samples: int,
-    seed: int | None,
-    task: Task,
-    missing_zero: bool,
-    nest_sep: str | None,
-    max_docs: int | None,
-    on_duplicate: str,
-    registry: Registry | None,
+    inputs: _Inputs, run: Run, plan: _Plan, task: Task, registry: Registry | None
 ) -> RandomBaseline:
     """The random baseline of the documents *run* retrieved, with a progress bar."""
     import pyarrow.compute as pc
@@ -393,22 +405,19 @@ def _random_baseline(
     from rankeval import random_ranking as rbm
 
     work = rbm.work(
-        int(pc.count_distinct(qrels.table.column("query_id")).as_py()),
+        int(pc.count_distinct(inputs.qrels.table.column("query_id")).as_py()),
         len(run),
-        measures,
-        samples,
+        inputs.measures,
+        plan.samples,
         registry,
     )
     return rbm.random_baseline(
-        qrels,
+        inputs.qrels,
         run,
-        measures,
-        samples=samples,
-        seed=seed,
-        missing_zero=missing_zero,
-        nest_sep=nest_sep,
-        max_docs=max_docs,
-        on_duplicate=on_duplicate,
+        inputs.measures,
+        options=inputs.options,
+        samples=plan.samples,
+        seed=plan.seed,
         registry=registry,  # names the plugin if a measure's code fails
         progress=task("random baseline", work),
     )

@@ -1,7 +1,8 @@
 """Parameter curves: each run's score as one parameter of a measure varies, from a measure-spec
 template with one ``{v1,v2,...}`` group (``"hTBG@h={30s,1m,5m}"``, ``"nDCG@{5,10,20}"``).
 
-May import: :mod:`rankeval.errors`; :mod:`rankeval.engine` and pandas lazily. Not
+May import: :mod:`rankeval.errors`, :mod:`rankeval.options` (types only); :mod:`rankeval.engine`
+and pandas lazily. Not
 :mod:`rankeval.comparison` (which re-exports these names); :mod:`rankeval.plots` draws the
 curves.
 """
@@ -16,6 +17,7 @@ from rankeval.errors import UsageError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from rankeval.options import EvalOptions
     from rankeval.registry import Registry
 
 __all__ = ["expand_template", "parameter_curve"]
@@ -52,8 +54,9 @@ def parameter_curve(
     runs: Any,
     template: str,
     *,
+    options: EvalOptions | None = None,
     registry: Registry | None = None,
-    **options: Any,
+    **keywords: Any,
 ) -> pd.DataFrame:
     """Each run's score as one parameter of a measure varies (e.g. hTBG against its
     half-life, ``"hTBG@h={30s,1m,5m,30m,1h,3h}"``; see :func:`expand_template`).
@@ -62,8 +65,10 @@ def parameter_curve(
         qrels: as for :func:`rankeval.evaluate`.
         runs: as for :func:`rankeval.evaluate`.
         template: a measure spec with one ``{v1,v2,...}`` group.
+        options: the evaluation options (:class:`~rankeval.options.EvalOptions`).
         registry: measure registry.
-        options: further keyword arguments of :func:`rankeval.evaluate`.
+        keywords: further keyword arguments of :func:`rankeval.evaluate` (``engine=``, or
+            the options one by one instead of *options*).
 
     Returns:
         A DataFrame ``run, measure, parameter, label, x, value``: *x* is the parameter's
@@ -80,7 +85,7 @@ def parameter_curve(
     for i, m in enumerate(measures):
         v = getattr(m, name, None)
         xs.append(float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else float(i))
-    frame = evaluate(qrels, runs, measures, registry=registry, **options)
+    frame = evaluate(qrels, runs, measures, options=options, registry=registry, **keywords)
     frame = frame[frame["query_id"] == ALL]
     where = {str(m): i for i, m in enumerate(measures)}
     rows = [

@@ -33,6 +33,7 @@ Ctrl-C, Dask's logs) is :mod:`rankeval.dask_cluster`. :class:`DaskOptions`,
 :func:`dask_setup`, :func:`read_run_frame` and :func:`write_run_parquet` are re-exported here.
 
 May import: numpy, :mod:`rankeval.io`, :mod:`rankeval.data`, :mod:`rankeval.errors`,
+:mod:`rankeval.options` (the evaluation options each partition gets),
 :mod:`rankeval.dask_cluster`, :mod:`rankeval.dask_io`; dask, pandas, pyarrow, the engine and
 the ranked view lazily (inside the functions, most of which run on the workers).
 """
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from rankeval.measure import Measure
+    from rankeval.options import EvalOptions
 
 __all__ = [
     "DaskOptions",
@@ -135,9 +137,11 @@ def _evaluate_part(
     run_source: str | None,
     tie_break: str,
     measures: Sequence[Measure],
-    options: dict[str, Any],
+    settings: EvalOptions,
+    nested: bool,
 ) -> _Part:
-    """Evaluate one partition with the local engine's code (runs on a worker)."""
+    """Evaluate one partition with the local engine's code (runs on a worker); *nested*: the
+    partition is part of a nested collection."""
     import pyarrow as pa
 
     from rankeval.ranked import Alignment
@@ -174,17 +178,17 @@ def _evaluate_part(
         alignment = Alignment(
             qrels,
             run,
-            nest_sep=options["nest_sep"],
-            max_docs=options["max_docs"],
-            on_duplicate=options["on_duplicate"],
-            nested=options["nested"],
+            nest_sep=settings.nest_sep,
+            max_docs=settings.max_docs,
+            on_duplicate=settings.duplicate_rule,
+            nested=nested,
         )
         for measure in measures:
             # the measure's own code: a failure is a MeasureError naming measure and plugin,
             # which reaches the client as it is (rankeval's errors pickle)
             with measure_guard(measure):
                 view, ids, values, index = evaluate_measure(
-                    alignment, measure, options["missing_zero"], require_level=False
+                    alignment, measure, settings.missing_zero, require_level=False
                 )
                 found = view.level == 1 or view.num_queries > 0
                 parts = measure.aggregate_parts(view, values, index)
@@ -197,14 +201,11 @@ def evaluate_partitioned(
     runs: Sequence[tuple[str | Path, Run | None]],
     measures: Sequence[Measure],
     options: DaskOptions,
-    *,
-    missing_zero: bool,
-    nest_sep: str | None,
-    max_docs: int | None,
-    on_duplicate: str,
+    settings: EvalOptions,
 ) -> list[tuple[str, list[tuple[np.ndarray, np.ndarray, float]]]]:
     """Evaluate every run on Dask; per run, its name and per measure (query ids, values,
-    aggregate), exactly as the local engine computes them.
+    aggregate), exactly as the local engine computes them. *settings*: the evaluation
+    options (its ``docinfo`` already applied to *qrels*, its ``compat`` to *measures*).
 
     *runs* are ``(source, None)`` for a run file to read with Dask, or ``(name, Run)`` for a
     run already in memory (e.g. read from the hTBG JSON format).
@@ -216,13 +217,6 @@ def evaluate_partitioned(
     for source, run in runs:
         if run is None:
             check_run_files(source)  # a bad path fails before a cluster starts
-    settings = {
-        "nest_sep": nest_sep,
-        "max_docs": max_docs,
-        "on_duplicate": on_duplicate,
-        "missing_zero": missing_zero,
-        "nested": False,
-    }
     try:
         with dask_cluster.client(options):
             qrels_frame = _qrels_frame(qrels)
@@ -254,7 +248,7 @@ def _evaluate_run(
     run: Run | None,
     measures: Sequence[Measure],
     options: DaskOptions,
-    settings: dict[str, Any],
+    settings: EvalOptions,
 ) -> tuple[str, list[tuple[np.ndarray, np.ndarray, float]]]:
     import dask
     import dask.dataframe as dd
@@ -272,7 +266,6 @@ def _evaluate_run(
     qrels_parts = _with_part(qdf, n).shuffle(on="part", npartitions=n).to_delayed()
 
     def tasks(nested: bool, which: list[int]) -> list[Any]:
-        part_settings = {**settings, "nested": nested}
         return [
             dask.delayed(_evaluate_part)(
                 qrels_parts[i],
@@ -282,7 +275,8 @@ def _evaluate_run(
                 run_source,
                 tie_break,
                 list(measures),
-                part_settings,
+                settings,
+                nested,
             )
             for i in which
         ]

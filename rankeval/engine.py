@@ -9,7 +9,7 @@ values of nested sub-queries are averaged per query; the aggregate row (``query_
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ import numpy as np
 from rankeval.data import Qrels, Run, as_qrels, as_run
 from rankeval.errors import PluginError, ResourceError, UsageError
 from rankeval.measure import Measure
+from rankeval.options import EvalOptions, eval_options
 from rankeval.ranked import Alignment
 from rankeval.scoring import aggregate_lists, evaluate_measure, measure_plugins
 
@@ -33,35 +34,6 @@ __all__ = ["ALL", "Results", "as_runs", "evaluate", "evaluate_results", "resolve
 
 ALL = "all"
 COLUMNS = ["run", "query_id", "measure", "value"]
-
-
-MAX_INT = 2**31 - 1
-
-
-def check_options(max_docs: Any = None, nest_sep: Any = "/") -> None:
-    """Check the evaluation options shared by :func:`evaluate`, :func:`rankeval.compare` and
-    :func:`rankeval.random_baseline`.
-
-    Raises:
-        UsageError: *max_docs* is not ``None`` or an integer from 1 to 2**31 - 1; *nest_sep* is
-            not ``None`` or a non-empty string without whitespace.
-    """
-    import numbers
-
-    if max_docs is not None and (
-        isinstance(max_docs, bool)
-        or not isinstance(max_docs, numbers.Integral)
-        or not 1 <= int(max_docs) <= MAX_INT
-    ):
-        raise UsageError(f"max_docs must be an integer from 1 to {MAX_INT} (or None), not {max_docs!r}")
-    if nest_sep is not None and (
-        not isinstance(nest_sep, str)
-        or not nest_sep
-        or any(c.isspace() or not c.isprintable() for c in nest_sep)
-    ):
-        raise UsageError(
-            f"nest_sep must be a non-empty string without whitespace (or None: no nesting), not {nest_sep!r}"
-        )
 
 
 def resolve_measures(
@@ -151,6 +123,7 @@ def evaluate(
     runs: Any,
     measures: str | Measure | Iterable[str | Measure],
     *,
+    options: EvalOptions | None = None,
     missing_zero: bool = True,
     nest_sep: str | None = "/",
     max_docs: int | None = None,
@@ -169,6 +142,9 @@ def evaluate(
         runs: one run (:class:`~rankeval.Run`, path, DataFrame with ``query_id, doc_id,
             score``, or ``{query_id: {doc_id: score}}``), a list of runs, or ``{name: run}``.
         measures: specs (``"AP nDCG@10"``, ``["P@5", "RR(rel=2)"]``) or measure objects.
+        options: the evaluation options (:class:`~rankeval.options.EvalOptions`: missing
+            queries, nesting, ``max_docs``, duplicates, ``docinfo``, ``compat``); or give them
+            one by one as the keyword arguments below (not both).
         missing_zero: queries in the qrels that a run does not retrieve score 0 and count in
             the mean (trec_eval ``-c``, the ir_measures default); ``False`` averages over the
             queries both have.
@@ -197,19 +173,17 @@ def evaluate(
         query and measure, plus one aggregate row per run and measure with
         ``query_id == "all"``. Queries appear in sorted order, measures in the order given.
     """
-    return evaluate_results(
-        qrels,
-        runs,
-        measures,
+    opts = eval_options(
+        options,
         missing_zero=missing_zero,
         nest_sep=nest_sep,
         max_docs=max_docs,
         on_duplicate=on_duplicate,
         compat=compat,
         docinfo=docinfo,
-        engine=engine,
-        dask=dask,
-        registry=registry,
+    )
+    return evaluate_results(
+        qrels, runs, measures, options=opts, engine=engine, dask=dask, registry=registry
     ).to_frame()
 
 
@@ -270,6 +244,7 @@ def evaluate_results(
     runs: Any,
     measures: str | Measure | Iterable[str | Measure],
     *,
+    options: EvalOptions | None = None,
     missing_zero: bool = True,
     nest_sep: str | None = "/",
     max_docs: int | None = None,
@@ -283,56 +258,87 @@ def evaluate_results(
     """:func:`evaluate` without pandas: the same rows as plain arrays (used by the CLI)."""
     if engine not in ENGINES:
         raise UsageError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
-    if compat not in (None, "none") and registry is None:
+    if (options.compat if options is not None else compat) not in (None, "none") and registry is None:
         from rankeval.plugins import load_registry
 
         registry = load_registry()  # the compat modes come from plugins
     measure_list = resolve_measures(measures, registry)
-    check_options(max_docs, nest_sep)
-    computed, on_duplicate = _with_compat(measure_list, compat, on_duplicate, registry)
+    opts = eval_options(
+        options,
+        missing_zero=missing_zero,
+        nest_sep=nest_sep,
+        max_docs=max_docs,
+        on_duplicate=on_duplicate,
+        compat=compat,
+        docinfo=docinfo,
+    )
+    computed, duplicate_rule = _with_compat(measure_list, opts.compat, opts.on_duplicate, registry)
     qrels_obj: Qrels = as_qrels(qrels)
-    if docinfo is not None:
-        qrels_obj = qrels_obj.with_docinfo(docinfo)
+    if opts.docinfo is not None:
+        qrels_obj = qrels_obj.with_docinfo(opts.docinfo)
+    opts = replace(opts, on_duplicate=duplicate_rule, compat=None, docinfo=None)
     out = Results(
         integer_measures={str(m) for m in measure_list if m.integer},
         whole_measures={str(m) for m in measure_list if m.whole and not m.integer},
     )
     if engine == "dask":
-        from rankeval.distributed import DaskOptions, evaluate_partitioned
+        _evaluate_dask(out, qrels_obj, runs, measure_list, computed, opts, dask)
+    else:
+        _evaluate_local(out, qrels_obj, runs, measure_list, computed, opts, registry)
+    return out
 
-        per_run = evaluate_partitioned(
-            qrels_obj,
-            _dask_runs(runs),
-            computed,
-            dask or DaskOptions(),
-            missing_zero=missing_zero,
-            nest_sep=nest_sep,
-            max_docs=max_docs,
-            on_duplicate=on_duplicate,
-        )
-        for name, results in per_run:
-            for measure, (query_ids, values, agg) in zip(measure_list, results, strict=True):
-                out.add(name, str(measure), query_ids, values, agg)
-        return out
+
+def _evaluate_local(
+    out: Results,
+    qrels: Qrels,
+    runs: Any,
+    measures: list[Measure],
+    computed: list[Measure],
+    options: EvalOptions,
+    registry: Registry | None,
+) -> None:
+    """Evaluate each run in this process into *out* (*computed*: *measures* as the compat
+    mode computes them; *options*: duplicate rule resolved, docinfo applied)."""
     plugins = measure_plugins(computed, registry)
     for run in as_runs(runs):
         try:
             alignment = Alignment(
-                qrels_obj, run, nest_sep=nest_sep, max_docs=max_docs, on_duplicate=on_duplicate
+                qrels,
+                run,
+                nest_sep=options.nest_sep,
+                max_docs=options.max_docs,
+                on_duplicate=options.duplicate_rule,
             )
-            for measure, as_computed, plugin in zip(measure_list, computed, plugins, strict=True):
+            for measure, as_computed, plugin in zip(measures, computed, plugins, strict=True):
                 view, query_ids, values, index = evaluate_measure(
-                    alignment, as_computed, missing_zero, plugin=plugin
+                    alignment, as_computed, options.missing_zero, plugin=plugin
                 )
                 aggregate = aggregate_lists(as_computed, view, values, index, plugin)
                 out.add(run.name, str(measure), query_ids, values, aggregate)
         except MemoryError:
             raise ResourceError(
                 f"out of memory while evaluating run {run.name} ({len(run):,} lines against "
-                f"{len(qrels_obj):,} judgments): try --engine dask (partitions by query) or a "
+                f"{len(qrels):,} judgments): try --engine dask (partitions by query) or a "
                 "machine with more memory"
             ) from None
-    return out
+
+
+def _evaluate_dask(
+    out: Results,
+    qrels: Qrels,
+    runs: Any,
+    measures: list[Measure],
+    computed: list[Measure],
+    options: EvalOptions,
+    dask: DaskOptions | None,
+) -> None:
+    """Evaluate each run on the Dask engine (:mod:`rankeval.distributed`) into *out*."""
+    from rankeval.distributed import DaskOptions, evaluate_partitioned
+
+    per_run = evaluate_partitioned(qrels, _dask_runs(runs), computed, dask or DaskOptions(), options)
+    for name, results in per_run:
+        for measure, (query_ids, values, agg) in zip(measures, results, strict=True):
+            out.add(name, str(measure), query_ids, values, agg)
 
 
 def _dask_runs(runs: Any) -> list[tuple[str | Path, Run | None]]:

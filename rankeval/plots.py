@@ -3,7 +3,8 @@
 Figures are built with :class:`matplotlib.figure.Figure` directly — no ``pyplot``, no global
 backend switch — and saved as PNG, PDF or SVG through an atomic write.
 
-May import: numpy, :mod:`rankeval.errors`, :mod:`rankeval.comparison_data` (the numbers of a
+May import: numpy, :mod:`rankeval.errors`, :mod:`rankeval.options` (the plot formats),
+:mod:`rankeval.comparison_data` (the numbers of a
 comparison, for types only); matplotlib and :mod:`rankeval.outputs` lazily. Not
 :mod:`rankeval.comparison`, which calls this module.
 """
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankeval.errors import UsageError
+from rankeval.options import PLOT_FORMATS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,7 +37,6 @@ __all__ = [
     "save_figure",
 ]
 
-PLOT_FORMATS = ("png", "pdf", "svg")
 _UNSAFE = re.compile(r"[^A-Za-z0-9.@=+-]+")
 
 

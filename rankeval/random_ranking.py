@@ -27,7 +27,6 @@ The classic trec_eval measures implement the hook in their own plugin, as any fa
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,12 +35,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankeval.data import Qrels, Run, as_qrels, as_run
-from rankeval.engine import check_options
-from rankeval.errors import PluginError, RankevalWarning, UsageError, measure_guard
+from rankeval.errors import PluginError, measure_guard
 from rankeval.measure import Measure
+from rankeval.options import EvalOptions, check_no_compat, check_samples, eval_options
+from rankeval.random_sampling import ROWS_PER_CHUNK, _engine_samples, _position_samples, random_positions
 from rankeval.ranked import Alignment, RankedLists, segment_offsets
 from rankeval.scoring import as_values
-from rankeval.stats import MAX_SAMPLES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,11 +57,6 @@ __all__ = [
     "random_positions",
     "work",
 ]
-
-#: elements of one chunk of random draws (samples x candidates)
-CHUNK = 1 << 20
-#: run rows per chunk of the replicated run (Monte Carlo through the measures)
-ROWS_PER_CHUNK = 1 << 20
 
 Progress = Callable[[int], None]
 Sampler = Callable[[int, np.ndarray], np.ndarray]
@@ -155,13 +149,14 @@ def random_baseline(
     run: Any,
     measures: str | Measure | Iterable[str | Measure],
     *,
+    options: EvalOptions | None = None,
     samples: int = 10_000,
     seed: int | None = 0,
     exact: bool = True,
     missing_zero: bool = True,
     nest_sep: str | None = "/",
     max_docs: int | None = None,
-    on_duplicate: str = "error",
+    on_duplicate: str | None = None,
     docinfo: str | Path | None = None,
     registry: Registry | None = None,
     progress: Progress | None = None,
@@ -172,6 +167,8 @@ def random_baseline(
         qrels: qrels (path, :class:`~rankeval.Qrels`, DataFrame or dict).
         run: the run whose retrieved documents are the candidates of each query.
         measures: measure specs or objects.
+        options: the evaluation options (:class:`~rankeval.options.EvalOptions`; no
+            ``compat``), or give them one by one as the keyword arguments below (not both).
         samples: random orderings for the Monte Carlo estimates (the spread, and the
             expectation of measures without a closed form).
         seed: seed of :func:`numpy.random.default_rng`.
@@ -181,7 +178,7 @@ def random_baseline(
         nest_sep: as for :func:`rankeval.evaluate`.
         max_docs: as for :func:`rankeval.evaluate`; it truncates the random ordering, not
             the candidates.
-        on_duplicate: as for :func:`rankeval.evaluate`.
+        on_duplicate: as for :func:`rankeval.evaluate` (default ``"error"``).
         docinfo: as for :func:`rankeval.evaluate`.
         registry: as for :func:`rankeval.evaluate`.
         progress: called with units of work done (queries, then chunks), for a progress bar;
@@ -192,82 +189,150 @@ def random_baseline(
     """
     from rankeval.engine import resolve_measures
     from rankeval.plugins import load_registry
-    from rankeval.scoring import aggregate, measure_plugins
+    from rankeval.scoring import measure_plugins
 
     registry = registry if registry is not None else load_registry()
     measure_list = resolve_measures(measures, registry)
     plugins = measure_plugins(measure_list, registry)
-    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= MAX_SAMPLES:
-        raise UsageError(f"samples must be an integer from 1 to {MAX_SAMPLES:,}, not {samples!r}")
-    check_options(max_docs, nest_sep)
-    qrels_obj: Qrels = as_qrels(qrels)
-    if docinfo is not None:
-        qrels_obj = qrels_obj.with_docinfo(docinfo)
-    run_obj = as_run(run)
-    alignment = Alignment(qrels_obj, run_obj, nest_sep=nest_sep, max_docs=None, on_duplicate=on_duplicate)
-    view = alignment.view(1)
-    keep = np.ones(view.num_queries, dtype=bool) if missing_zero else view.retrieved.copy()
-    query_ids = view.query_ids[keep]
-    cand = Candidates.of(view, keep, max_docs)
+    check_samples(samples)
+    opts = eval_options(
+        options,
+        missing_zero=missing_zero,
+        nest_sep=nest_sep,
+        max_docs=max_docs,
+        on_duplicate=on_duplicate,
+        docinfo=docinfo,
+    )
+    check_no_compat(opts, "the random baseline")
+    sampling, cand = _Sampling.of(qrels, run, opts, samples, np.random.default_rng(seed), progress)
     models = random_models(measure_list, registry)
-    fast = [i for i, (_, model) in enumerate(models) if model is not None and model.sampler is not None]
-    other = [i for i in range(len(measure_list)) if i not in fast]
-
-    n_m, n_q = len(measure_list), len(query_ids)
-    values = np.full((n_m, n_q), np.nan)
-    agg = np.full(n_m, np.nan)
-    sample_aggs = np.full((n_m, samples), np.nan)
-    std = np.full(n_m, np.nan)
-    is_exact = np.zeros(n_m, dtype=bool)
-    rng = np.random.default_rng(seed)
-    if fast:
-        samplers = [_sampler(measure_list[i], *models[i], cand) for i in fast]
-        mean, s_agg, s_std = _position_samples(
-            [measure_list[i] for i in fast], samplers, cand, samples, rng, progress
-        )
-        for j, i in enumerate(fast):
-            values[i], sample_aggs[i], std[i] = mean[j], s_agg[j], s_std[j]
-            agg[i] = float(s_agg[j].mean())
-    if other:
-        ms = [measure_list[i] for i in other]
-        mean, s_agg, s_std = _engine_samples(
-            ms,
-            [plugins[i] for i in other],
-            qrels_obj,
-            run_obj,
-            query_ids,
-            missing_zero,
-            nest_sep,
-            max_docs,
-            on_duplicate,
-            samples,
-            rng,
-            progress,
-        )
-        for j, i in enumerate(other):
-            values[i], sample_aggs[i], std[i] = mean[j], s_agg[j], s_std[j]
-            agg[i] = float(s_agg[j].mean())
-    for i, (plugin, model) in enumerate(models):
-        if exact and model is not None and model.expectation is not None:
-            m = measure_list[i]
-            with measure_guard(m, "failed computing its random expectation", plugin):
-                result = model.expectation(cand)
-            values[i] = as_values(result, m, n_q, plugin)
-            is_exact[i] = True
-            agg[i] = aggregate(m, values[i], plugins[i])
+    est = _Estimates.empty(len(measure_list), len(sampling.query_ids), samples)
+    _monte_carlo(est, measure_list, plugins, models, cand, sampling)
+    if exact:
+        _expectations(est, measure_list, plugins, models, cand)
     return RandomBaseline(
         measures=[str(m) for m in measure_list],
-        query_ids=query_ids,
-        values=values,
-        aggregate=agg,
-        exact=is_exact,
-        sample_aggregates=sample_aggs,
-        std=std,
+        query_ids=sampling.query_ids,
+        values=est.values,
+        aggregate=est.aggregate,
+        exact=est.exact,
+        sample_aggregates=est.sample_aggregates,
+        std=est.std,
         samples=samples,
         seed=seed,
-        source=run_obj.name,
+        source=sampling.run.name,
         integer_measures={str(m) for m in measure_list if m.integer},
     )
+
+
+@dataclass
+class _Estimates:
+    """What :func:`random_baseline` fills in, per measure (see :class:`RandomBaseline`)."""
+
+    values: np.ndarray
+    aggregate: np.ndarray
+    sample_aggregates: np.ndarray
+    std: np.ndarray
+    exact: np.ndarray
+
+    @classmethod
+    def empty(cls, n_m: int, n_q: int, samples: int) -> _Estimates:
+        nan = np.full
+        return cls(
+            nan((n_m, n_q), np.nan),
+            nan(n_m, np.nan),
+            nan((n_m, samples), np.nan),
+            nan(n_m, np.nan),
+            np.zeros(n_m, dtype=bool),
+        )
+
+    def put(self, which: list[int], mean: np.ndarray, s_agg: np.ndarray, s_std: np.ndarray) -> None:
+        """The Monte Carlo estimates of the measures *which*."""
+        for j, i in enumerate(which):
+            self.values[i], self.sample_aggregates[i], self.std[i] = mean[j], s_agg[j], s_std[j]
+            self.aggregate[i] = float(s_agg[j].mean())
+
+
+@dataclass
+class _Sampling:
+    """The inputs of the Monte Carlo: the aligned data, the kept queries, the options, the
+    draws."""
+
+    qrels: Qrels
+    run: Run
+    query_ids: np.ndarray
+    options: EvalOptions
+    samples: int
+    rng: np.random.Generator
+    progress: Progress | None
+
+    @classmethod
+    def of(
+        cls,
+        qrels: Any,
+        run: Any,
+        options: EvalOptions,
+        samples: int,
+        rng: np.random.Generator,
+        progress: Progress | None,
+    ) -> tuple[_Sampling, Candidates]:
+        """Read and align *qrels* and *run*; the kept queries (the missing-query rule) and
+        their candidates."""
+        qrels_obj: Qrels = as_qrels(qrels)
+        if options.docinfo is not None:
+            qrels_obj = qrels_obj.with_docinfo(options.docinfo)
+        run_obj = as_run(run)
+        alignment = Alignment(
+            qrels_obj, run_obj, nest_sep=options.nest_sep, max_docs=None, on_duplicate=options.duplicate_rule
+        )
+        view = alignment.view(1)
+        keep = np.ones(view.num_queries, dtype=bool) if options.missing_zero else view.retrieved.copy()
+        sampling = cls(qrels_obj, run_obj, view.query_ids[keep], options, samples, rng, progress)
+        return sampling, Candidates.of(view, keep, options.max_docs)
+
+
+def _monte_carlo(
+    est: _Estimates,
+    measures: list[Measure],
+    plugins: list[str | None],
+    models: list[tuple[str | None, RandomModel | None]],
+    cand: Candidates,
+    sampling: _Sampling,
+) -> None:
+    """The Monte Carlo estimates of every measure: by rank positions for those with a
+    sampler, through the measures themselves for the others."""
+    fast = [i for i, (_, model) in enumerate(models) if model is not None and model.sampler is not None]
+    other = [i for i in range(len(measures)) if i not in fast]
+    if fast:
+        samplers = [_sampler(measures[i], *models[i], cand) for i in fast]
+        est.put(
+            fast,
+            *_position_samples(
+                [measures[i] for i in fast], samplers, cand, sampling.samples, sampling.rng, sampling.progress
+            ),
+        )
+    if other:
+        est.put(other, *_engine_samples([measures[i] for i in other], [plugins[i] for i in other], sampling))
+
+
+def _expectations(
+    est: _Estimates,
+    measures: list[Measure],
+    plugins: list[str | None],
+    models: list[tuple[str | None, RandomModel | None]],
+    cand: Candidates,
+) -> None:
+    """The exact expectations of the measures whose :class:`RandomModel` has one."""
+    from rankeval.scoring import aggregate
+
+    for i, (plugin, model) in enumerate(models):
+        if model is not None and model.expectation is not None:
+            m = measures[i]
+            with measure_guard(m, "failed computing its random expectation", plugin):
+                result = model.expectation(cand)
+            est.values[i] = as_values(result, m, est.values.shape[1], plugin)
+            est.exact[i] = True
+            est.aggregate[i] = aggregate(m, est.values[i], plugins[i])
 
 
 def work(
@@ -392,210 +457,3 @@ class Candidates:
             if c is not None:
                 m = np.minimum(m, c)
         return m
-
-
-# ----------------------------------------------------------- Monte Carlo (by positions)
-def random_positions(rng: np.random.Generator, n: int, c: int, samples: int) -> np.ndarray:
-    """``(samples, c)``: in each row, the 0-based ranks of *c* items under a uniformly random
-    ordering of *n* items (a uniformly random injection into ``0..n-1``).
-
-    Few items among many: draw every rank uniformly and redraw the later of any two equal
-    ranks until all differ (the result is uniform: the procedure commutes with relabelling
-    the ranks, and injections form one orbit). Otherwise: the first *c* entries of the
-    argsort of uniform keys.
-    """
-    if c == 0:
-        return np.zeros((samples, 0), dtype=np.int64)
-    if 2 * c > n:
-        keys = rng.random((samples, n))
-        return np.argsort(keys, axis=1)[:, :c].astype(np.int64)
-    pos = rng.integers(0, n, size=(samples, c), dtype=np.int64)
-    todo = np.arange(samples)
-    while len(todo):
-        sub = pos[todo]
-        order = np.argsort(sub, axis=1, kind="stable")
-        srt = np.take_along_axis(sub, order, axis=1)
-        dup = np.zeros(sub.shape, dtype=bool)
-        np.put_along_axis(dup, order[:, 1:], srt[:, 1:] == srt[:, :-1], axis=1)
-        rows = dup.any(axis=1)
-        if not rows.any():
-            break
-        todo, dup = todo[rows], dup[rows]
-        r, col = np.nonzero(dup)
-        pos[todo[r], col] = rng.integers(0, n, size=len(r), dtype=np.int64)
-    return pos
-
-
-class _Moments:
-    """Per-sample running sums over queries: aggregate and spread of each random ordering."""
-
-    def __init__(self, n_measures: int, samples: int) -> None:
-        self.total = np.zeros((n_measures, samples))
-        self.square = np.zeros((n_measures, samples))
-        self.count = 0
-
-    def add(self, values: np.ndarray) -> None:  # (M, samples) values of one query
-        self.total += values
-        self.square += values * values
-        self.count += 1
-
-    def result(self, measures: list[Measure]) -> tuple[np.ndarray, np.ndarray]:
-        q = self.count
-        mean = self.total / q if q else np.full_like(self.total, np.nan)
-        agg = np.array([self.total[j] if m.integer else mean[j] for j, m in enumerate(measures)])
-        if q < 2:
-            return agg, np.full(len(measures), np.nan)
-        var = np.maximum(self.square - q * mean * mean, 0.0) / (q - 1)
-        return agg, np.sqrt(var.mean(axis=1))
-
-
-def _position_samples(
-    measures: list[Measure],
-    samplers: list[Sampler],
-    cand: Candidates,
-    samples: int,
-    rng: np.random.Generator,
-    progress: Progress | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Monte Carlo over random orderings drawn as the ranks of each query's judged
-    candidates, each measure valued by its sampler: ``(M, Q)`` per-query means,
-    ``(M, samples)`` aggregates, ``(M,)`` spread over queries."""
-    n_q = len(cand.n)
-    mean = np.zeros((len(measures), n_q))
-    moments = _Moments(len(measures), samples)
-    for q in range(n_q):
-        n = int(cand.n[q])
-        c = int(cand.offsets[q + 1] - cand.offsets[q])
-        vals = np.zeros((len(measures), samples))
-        step = max(1, CHUNK // max(c, 1))
-        for start in range(0, samples, step):
-            rows = min(step, samples - start)
-            pos = random_positions(rng, n, c, rows) if n else np.zeros((rows, 0), dtype=np.int64)
-            for j, sampler in enumerate(samplers):
-                vals[j, start : start + rows] = sampler(q, pos)
-        mean[:, q] = vals.mean(axis=1)
-        moments.add(vals)
-        if progress is not None:
-            progress(1)
-    agg, std = moments.result(measures)
-    return mean, agg, std
-
-
-# ------------------------------------------------------------ Monte Carlo (any measure)
-def _engine_samples(
-    measures: list[Measure],
-    plugins: list[str | None],
-    qrels: Qrels,
-    run: Run,
-    query_ids: np.ndarray,
-    missing_zero: bool,
-    nest_sep: str | None,
-    max_docs: int | None,
-    on_duplicate: str,
-    samples: int,
-    rng: np.random.Generator,
-    progress: Progress | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Monte Carlo through the measures themselves: the run (and the qrels) replicated
-    once per random ordering, query ``s<US>qid`` of copy *s* with uniform random scores,
-    evaluated in chunks of about :data:`ROWS_PER_CHUNK` rows. *plugins*: the plugin of each
-    measure, named if its code fails."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from rankeval.scoring import aggregate_lists, evaluate_measure
-
-    n_q = len(query_ids)
-    qpos = {str(q): i for i, q in enumerate(query_ids)}
-    rt = run.table
-    rq = pc.cast(rt.column("query_id"), pa.string()).to_numpy(zero_copy_only=False).astype(str)
-    keep_r = np.flatnonzero(np.isin(rq, query_ids.astype(str)))
-    qt = qrels.table
-    qq = pc.cast(qt.column("query_id"), pa.string()).to_numpy(zero_copy_only=False).astype(str)
-    keep_q = np.flatnonzero(np.isin(qq, query_ids.astype(str)))
-    r_code = np.array([qpos[q] for q in rq[keep_r]], dtype=np.int64)
-    q_code = np.array([qpos[q] for q in qq[keep_q]], dtype=np.int64)
-    base_r, base_q = rt.take(pa.array(keep_r)), qt.take(pa.array(keep_q))
-    sums = np.zeros((len(measures), n_q))
-    counts = np.zeros((len(measures), n_q))
-    moments = _Moments(len(measures), samples)
-    sample_vals: list[list[np.ndarray]] = [[] for _ in measures]
-    step = max(1, ROWS_PER_CHUNK // max(len(keep_r), 1))
-    for start in range(0, samples, step):
-        rows = min(step, samples - start)
-        names = np.array([f"{s}\x1f{q}" for s in range(rows) for q in query_ids], dtype=object)
-        rep_r = base_r.take(pa.array(np.tile(np.arange(len(keep_r)), rows)))
-        rep_r = rep_r.set_column(
-            rep_r.column_names.index("query_id"),
-            "query_id",
-            pa.DictionaryArray.from_arrays(
-                pa.array(
-                    (np.repeat(np.arange(rows), len(keep_r)) * n_q + np.tile(r_code, rows)).astype(np.int32)
-                ),
-                pa.array(names, pa.string()),
-            ),
-        )
-        rep_r = rep_r.set_column(
-            rep_r.column_names.index("score"), "score", pa.array(rng.random(rows * len(keep_r)))
-        )
-        rep_q = base_q.take(pa.array(np.tile(np.arange(len(keep_q)), rows)))
-        rep_q = rep_q.set_column(
-            rep_q.column_names.index("query_id"),
-            "query_id",
-            pa.array(
-                names[np.repeat(np.arange(rows), len(keep_q)) * n_q + np.tile(q_code, rows)], pa.string()
-            ),
-        )
-        alignment = Alignment(
-            Qrels(rep_q, qrels.source),
-            Run(rep_r, run.name, None, None, run.tie_break),
-            nest_sep=nest_sep,
-            max_docs=max_docs,
-            on_duplicate=on_duplicate,
-        )
-        lookup = {name: i for i, name in enumerate(names)}
-        block = np.full((len(measures), rows, n_q), np.nan)
-        for j, m in enumerate(measures):
-            with warnings.catch_warnings():  # about the copies: noise (the real run was evaluated)
-                warnings.simplefilter("ignore", RankevalWarning)
-                view, ids, vals, index = evaluate_measure(alignment, m, missing_zero, plugin=plugins[j])
-            where = np.array([lookup[str(i)] for i in ids], dtype=np.int64)
-            block[j].reshape(-1)[where] = vals
-            if _custom_aggregate(m):
-                # the measure's own aggregate, one random ordering at a time
-                copy = where // n_q
-                order = np.argsort(copy, kind="stable")
-                bounds = segment_offsets(copy[order], rows)
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RankevalWarning)
-                    sample_vals[j].append(
-                        np.array(
-                            [
-                                aggregate_lists(m, view, vals[sel], index[sel], plugins[j])
-                                for sel in (order[bounds[s] : bounds[s + 1]] for s in range(rows))
-                            ]
-                        )
-                    )
-        sums += np.nansum(block, axis=1)
-        counts += (~np.isnan(block)).sum(axis=1)
-        chunk_moments = _Moments(len(measures), rows)
-        for q in range(n_q):
-            chunk_moments.add(block[:, :, q])
-        moments.total[:, start : start + rows] = chunk_moments.total
-        moments.square[:, start : start + rows] = chunk_moments.square
-        if progress is not None:
-            progress(1)
-    moments.count = n_q
-    agg, std = moments.result(measures)
-    for j, m in enumerate(measures):
-        if _custom_aggregate(m):
-            agg[j] = np.concatenate(sample_vals[j])
-    mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-    return mean, agg, std
-
-
-def _custom_aggregate(measure: Measure) -> bool:
-    cls = type(measure)
-    return (
-        cls.aggregate_from_parts is not Measure.aggregate_from_parts or cls.aggregate is not Measure.aggregate
-    )

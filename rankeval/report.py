@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rankeval.errors import PluginError, UsageError
+from rankeval.options import FORMATS  # the built-in formats (plugins add others: output_formats)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -39,8 +40,6 @@ __all__ = [
     "plugin_items",
 ]
 
-FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex")
-"""The built-in formats (plugins add others: :func:`output_formats`)."""
 ALL = "all"
 #: escapes of LaTeX's special characters, for :meth:`str.translate`
 TEX_ESCAPES = str.maketrans(

@@ -51,9 +51,9 @@ import numpy as np
 
 from rankeval.errors import UsageError
 
-MAX_SAMPLES = 10_000_000
-"""Most resamples (or random orderings) a comparison or random baseline draws: the resampled
-means take 8 bytes per sample and pair of runs (80 MB each at this bound)."""
+# the choices live in the light rankeval.options (the CLI imports them without numpy);
+# MAX_SAMPLES: the resampled means take 8 bytes per sample and pair of runs (80 MB each at it)
+from rankeval.options import CORRECTIONS, MAX_SAMPLES, TESTS
 
 __all__ = [
     "CORRECTIONS",
@@ -75,8 +75,6 @@ __all__ = [
     "wilcoxon",
 ]
 
-TESTS = ("ttest", "wilcoxon", "bootstrap", "randomization")
-CORRECTIONS = ("none", "bonferroni", "holm", "bh")
 #: elements of one chunk of a resampling matrix (rows x n): 8 MB of int64
 CHUNK = 1 << 20
 #: tolerance (relative to mean |d|) when comparing resampled and observed statistics

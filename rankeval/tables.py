@@ -5,7 +5,8 @@ exposes them as :meth:`~rankeval.comparison.Comparison.format`,
 :meth:`~rankeval.comparison.Comparison.to_markdown` and
 :meth:`~rankeval.comparison.Comparison.to_latex`.
 
-May import: numpy, :mod:`rankeval.errors`, :mod:`rankeval.comparison_data` (the numbers),
+May import: numpy, :mod:`rankeval.errors`, :mod:`rankeval.options` (the choices),
+:mod:`rankeval.comparison_data` (the numbers),
 :mod:`rankeval.comparison_stats` (the names of tests and corrections), :mod:`rankeval.report`
 (value formatting, LaTeX escapes). Not :mod:`rankeval.comparison`.
 """
@@ -21,12 +22,10 @@ import numpy as np
 from rankeval.comparison_data import ALL, COLUMNS, RANDOM, ComparisonData
 from rankeval.comparison_stats import CORRECTION_NAMES, TEST_NAMES
 from rankeval.errors import UsageError
+from rankeval.options import FORMATS, SPREADS
 from rankeval.report import TEX_ESCAPES, check_precision, format_value
 
 __all__ = ["FORMATS", "SPREADS", "paper_table", "render"]
-
-FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex")
-SPREADS = ("none", "std", "se")
 
 
 def render(

@@ -11,16 +11,27 @@ from typer.core import TyperCommand, TyperGroup
 from rankeval.cli.common import (
     DebugOption,
     MaxDocsOption,
+    MeasureOption,
     NestSepOption,
+    PluginModuleOption,
+    PluginOption,
+    PrecisionOption,
+    QrelsArgument,
     cli_registry,
     debug_enabled,
     emit,
+    eval_options,
     handled,
-    split_p,
+    parse_measures,
+    precision_of,
+    read_qrels,
+    read_runs,
+    require_measures,
     warnings_to_stderr,
 )
 from rankeval.cli.compare import compare_cmd
 from rankeval.errors import RankevalError, UsageError
+from rankeval.options import check_choice
 from rankeval.report import FORMATS as BUILTIN_FORMATS
 
 
@@ -106,17 +117,9 @@ class _EvaluateCommand(TyperCommand):
 # options shared by evaluate and compare
 @app.command("evaluate", cls=_EvaluateCommand)
 def evaluate_cmd(
-    qrels: Annotated[
-        str,
-        typer.Argument(metavar="QRELS", help="Qrels file ('-' = stdin; .gz/.bz2/.xz; or an ir_datasets id)."),
-    ],
+    qrels: QrelsArgument,
     runs: Annotated[list[str], typer.Argument(metavar="RUN...", help="One or more run files ('-' = stdin).")],
-    measure: Annotated[
-        list[str],
-        typer.Option(
-            "-m", "--measure", help="Measure spec(s), e.g. nDCG@10, 'AP(rel=2)'; several per -m allowed."
-        ),
-    ] = [],  # noqa: B006 - typer needs a list default
+    measure: MeasureOption = [],  # noqa: B006 - typer needs a list default
     per_query: Annotated[
         bool, typer.Option("-q", "--per-query", help="Also print per-query values.")
     ] = False,
@@ -137,8 +140,8 @@ def evaluate_cmd(
             "Otherwise a plugin module to load ('no:NAME' blocks a plugin).",
         ),
     ] = [],  # noqa: B006
-    precision: Annotated[int | None, typer.Option("--precision", help="Decimals to print.")] = None,
-    plugin: Annotated[list[str], typer.Option("--plugin", help="Plugin module to load.")] = [],  # noqa: B006
+    precision: PrecisionOption = None,
+    plugin: PluginModuleOption = [],  # noqa: B006
     output: Annotated[
         str | None, typer.Option("-o", "--output", help="Write results to FILE (atomically).")
     ] = None,
@@ -202,28 +205,20 @@ def evaluate_cmd(
     """Score runs against qrels (the default command)."""
     with handled(debug):
         registry, fmt = _compat_and_format(compat, fmt, [*p, *plugin])
-        if not measure:
-            raise UsageError(
-                "no measure given; use -m SPEC (e.g. -m AP -m nDCG@10); `rankeval measures` lists them"
-            )
-        digits, _, _ = split_p(p)
-        digits = precision if precision is not None else digits
+        require_measures(measure, "; `rankeval measures` lists them")
+        digits = precision_of(p, precision)
         from rankeval.outputs import check_outputs
-        from rankeval.report import check_precision, format_results
+        from rankeval.report import format_results
 
-        check_precision(digits)
         check_outputs([("-o", output)], [qrels, *runs, docinfo])
         if registry is None:
             registry = cli_registry([*p, *plugin])
-        measures = [m for spec in measure for m in registry.parse_many(spec)]
-        from rankeval.data import Qrels, Run
-        from rankeval.engine import as_runs, evaluate_results
+        measures = parse_measures(registry, measure)
+        from rankeval.engine import ENGINES, evaluate_results
 
-        if engine not in ("local", "dask"):
-            raise UsageError(f"unknown --engine {engine!r}; expected local or dask")
-        qrels_obj = Qrels.read(qrels)
-        if docinfo is not None:
-            qrels_obj = qrels_obj.with_docinfo(docinfo)
+        check_choice("--engine", engine, ENGINES)
+        options = eval_options(no_missing_zero, nest_sep, max_docs, on_duplicate, docinfo, compat)
+        qrels_obj, options = read_qrels(qrels, options)
         dask_options = None
         if engine == "dask":
             from rankeval.distributed import DaskOptions
@@ -235,19 +230,15 @@ def evaluate_cmd(
             )
             run_objs: Any = runs  # read by Dask, partitioned by query
         else:
-            run_objs = as_runs([Run.read(r) for r in runs])
+            run_objs = read_runs(runs)
         with warnings_to_stderr():
             results = evaluate_results(
                 qrels_obj,
                 run_objs,
                 measures,
+                options=options,
                 engine=engine,
                 dask=dask_options,
-                missing_zero=not no_missing_zero,
-                nest_sep=None if nest_sep.lower() == "none" else nest_sep,
-                max_docs=max_docs,
-                on_duplicate=on_duplicate,
-                compat=None if compat == "none" else compat,
                 registry=registry,
             )
         emit(format_results(results, fmt, per_query=per_query, precision=digits, registry=registry), output)
@@ -277,9 +268,6 @@ def _compat_and_format(compat: str, fmt: str | None, plugin_opts: list[str]) -> 
         if fmt not in formats:
             raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(formats)}")
     return registry, fmt
-
-
-PluginOption = Annotated[list[str], typer.Option("-p", "--plugin", help="Extra plugin module to load.")]
 
 
 @app.command("measures")

@@ -24,21 +24,36 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from rankeval.errors import RankevalError, RankevalWarning
+from rankeval.errors import RankevalError, RankevalWarning, UsageError
+from rankeval.options import EvalOptions
+
+if TYPE_CHECKING:
+    from rankeval.data import Qrels, Run
 
 __all__ = [
     "DebugOption",
     "MaxDocsOption",
+    "MeasureOption",
     "NestSepOption",
+    "PluginModuleOption",
+    "PluginOption",
+    "PrecisionOption",
+    "QrelsArgument",
     "cli_registry",
     "debug_enabled",
     "emit",
+    "eval_options",
     "fail",
     "handled",
+    "parse_measures",
+    "precision_of",
+    "read_qrels",
+    "read_runs",
+    "require_measures",
     "split_p",
     "warnings_to_stderr",
 ]
@@ -52,6 +67,20 @@ DebugOption = Annotated[
 ]
 
 # options shared by evaluate and compare
+QrelsArgument = Annotated[
+    str,
+    typer.Argument(metavar="QRELS", help="Qrels file ('-' = stdin; .gz/.bz2/.xz; or an ir_datasets id)."),
+]
+MeasureOption = Annotated[
+    list[str],
+    typer.Option(
+        "-m", "--measure", help="Measure spec(s), e.g. nDCG@10, 'AP(rel=2)'; several per -m allowed."
+    ),
+]
+PrecisionOption = Annotated[int | None, typer.Option("--precision", help="Decimals to print.")]
+PluginModuleOption = Annotated[list[str], typer.Option("--plugin", help="Plugin module to load.")]
+# the -p of the listing commands (measures, plugins): a plugin module only
+PluginOption = Annotated[list[str], typer.Option("-p", "--plugin", help="Extra plugin module to load.")]
 MaxDocsOption = Annotated[
     int | None,
     typer.Option("-M", "--max-docs", help="Evaluate only the top N documents of each query (trec_eval -M)."),
@@ -177,3 +206,65 @@ def cli_registry(plugin_opts: list[str]) -> Any:
     for name, why in registry.failures.items():
         typer.echo(f"rankeval: warning: plugin {name!r} {why}", err=True)
     return registry
+
+
+def precision_of(p: list[str], precision: int | None) -> int | None:
+    """The decimals to print: ``--precision``, else a number given to ``-p`` (checked)."""
+    from rankeval.report import check_precision
+
+    digits, _, _ = split_p(p)
+    digits = precision if precision is not None else digits
+    check_precision(digits)
+    return digits
+
+
+def eval_options(
+    no_missing_zero: bool,
+    nest_sep: str,
+    max_docs: int | None,
+    on_duplicate: str | None,
+    docinfo: str | None,
+    compat: str = "none",
+) -> EvalOptions:
+    """The :class:`~rankeval.options.EvalOptions` of the command-line options (``--nest-sep
+    none`` disables nesting, ``--compat none`` is no mode); the library checks them."""
+    return EvalOptions(
+        missing_zero=not no_missing_zero,
+        nest_sep=None if nest_sep.lower() == "none" else nest_sep,
+        max_docs=max_docs,
+        on_duplicate=on_duplicate,
+        docinfo=docinfo,
+        compat=None if compat == "none" else compat,
+    )
+
+
+def require_measures(specs: list[str], hint: str = "") -> None:
+    """A UsageError if no ``-m`` was given (*hint* ends the message)."""
+    if not specs:
+        raise UsageError(f"no measure given; use -m SPEC (e.g. -m AP -m nDCG@10){hint}")
+
+
+def parse_measures(registry: Any, specs: list[str]) -> list[Any]:
+    """The measures of the ``-m`` options."""
+    return [m for spec in specs for m in registry.parse_many(spec)]
+
+
+def read_qrels(qrels: str, options: EvalOptions) -> tuple[Qrels, EvalOptions]:
+    """The qrels, read once, with the options' ``--docinfo`` applied, and the options without
+    it (so that the library does not apply it again)."""
+    from dataclasses import replace
+
+    from rankeval.data import Qrels
+
+    qrels_obj = Qrels.read(qrels)
+    if options.docinfo is not None:
+        qrels_obj = qrels_obj.with_docinfo(options.docinfo)
+    return qrels_obj, replace(options, docinfo=None)
+
+
+def read_runs(runs: list[str]) -> list[Run]:
+    """The runs, read once and named uniquely (:func:`rankeval.engine.as_runs`)."""
+    from rankeval.data import Run
+    from rankeval.engine import as_runs
+
+    return as_runs([Run.read(r) for r in runs])

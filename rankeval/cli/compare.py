@@ -10,41 +10,33 @@ import typer
 from rankeval.cli.common import (
     DebugOption,
     MaxDocsOption,
+    MeasureOption,
     NestSepOption,
+    PluginModuleOption,
+    PrecisionOption,
+    QrelsArgument,
     cli_registry,
     emit,
+    eval_options,
     handled,
-    split_p,
+    parse_measures,
+    precision_of,
+    read_qrels,
+    read_runs,
+    require_measures,
     warnings_to_stderr,
 )
 from rankeval.errors import UsageError
-
-FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex")
-TESTS = ("ttest", "wilcoxon", "bootstrap", "randomization")
-CORRECTIONS = ("none", "bonferroni", "holm", "bh")
-PLOT_FORMATS = ("png", "pdf", "svg")
-
-
-def _choice(option: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise UsageError(f"{option}: unknown value {value!r}; expected one of {', '.join(choices)}")
+from rankeval.options import FORMATS, PLOT_FORMATS, SPREADS, check_choice, check_compare_options
 
 
 def compare_cmd(
-    qrels: Annotated[
-        str,
-        typer.Argument(metavar="QRELS", help="Qrels file ('-' = stdin; .gz/.bz2/.xz; or an ir_datasets id)."),
-    ],
+    qrels: QrelsArgument,
     runs: Annotated[
         list[str],
         typer.Argument(metavar="RUN...", help="Two or more run files (one with --random-baseline)."),
     ],
-    measure: Annotated[
-        list[str],
-        typer.Option(
-            "-m", "--measure", help="Measure spec(s), e.g. nDCG@10, 'AP(rel=2)'; several per -m allowed."
-        ),
-    ] = [],  # noqa: B006 - typer needs a list default
+    measure: MeasureOption = [],  # noqa: B006 - typer needs a list default
     baseline: Annotated[
         str | None,
         typer.Option(
@@ -117,8 +109,8 @@ def compare_cmd(
             "precision in the others). Otherwise a plugin module to load ('no:NAME' blocks one).",
         ),
     ] = [],  # noqa: B006
-    precision: Annotated[int | None, typer.Option("--precision", help="Decimals to print.")] = None,
-    plugin: Annotated[list[str], typer.Option("--plugin", help="Plugin module to load.")] = [],  # noqa: B006
+    precision: PrecisionOption = None,
+    plugin: PluginModuleOption = [],  # noqa: B006
     output: Annotated[
         str | None, typer.Option("-o", "--output", help="Write the results to FILE (atomically).")
     ] = None,
@@ -166,51 +158,32 @@ def compare_cmd(
 ) -> None:
     """Compare runs for a paper: scores, significance tests, corrections, intervals, tables, plots."""
     with handled(debug):
-        _choice("--format", fmt, FORMATS)
-        _choice("--test", test, TESTS)
-        _choice("--correction", correction, CORRECTIONS)
-        _choice("--pairs", pairs, ("baseline", "all"))
-        _choice("--family", family, ("measure", "all"))
-        _choice("--ci", ci, ("t", "bootstrap"))
-        _choice("--spread", spread, ("none", "std", "se"))
-        _choice("--plot-format", plot_format, PLOT_FORMATS)
-        if not 0 < alpha < 1:
-            raise UsageError(f"--alpha must be between 0 and 1 (exclusive), not {alpha:g}")
+        check_compare_options(pairs, test, correction, family, ci, alpha, samples)
+        check_choice("format", fmt, FORMATS)
+        check_choice("spread", spread, SPREADS)
+        check_choice("plot format", plot_format, PLOT_FORMATS)
         if curve and plot is None:
             raise UsageError("--curve writes a plot: give --plot DIR")
-        if not measure:
-            raise UsageError("no measure given; use -m SPEC (e.g. -m AP -m nDCG@10)")
-        digits, _, _ = split_p(p)
-        digits = precision if precision is not None else digits
-        from rankeval.outputs import check_outputs
-        from rankeval.report import check_precision
-
-        check_precision(digits)
-        check_outputs([("-o", output), ("--plot", plot)], [qrels, *runs, docinfo])
-        registry = cli_registry([*p, *plugin])
-        measures = [m for spec in measure for m in registry.parse_many(spec)]
+        require_measures(measure)
+        digits = precision_of(p, precision)
         from rankeval.comparison import compare
         from rankeval.curves import expand_template, parameter_curve
-        from rankeval.data import Qrels, Run
-        from rankeval.engine import as_runs
+        from rankeval.outputs import check_outputs
 
+        check_outputs([("-o", output), ("--plot", plot)], [qrels, *runs, docinfo])
+        options = eval_options(no_missing_zero, nest_sep, max_docs, on_duplicate, docinfo)
+        registry = cli_registry([*p, *plugin])
+        measures = parse_measures(registry, measure)
         for template in curve:
             expand_template(template)  # a bad template fails before any work
-        qrels_obj = Qrels.read(qrels)
-        if docinfo is not None:
-            qrels_obj = qrels_obj.with_docinfo(docinfo)
-        run_objs = as_runs([Run.read(r) for r in runs])
-        options = {
-            "missing_zero": not no_missing_zero,
-            "nest_sep": None if nest_sep.lower() == "none" else nest_sep,
-            "max_docs": max_docs,
-            "on_duplicate": on_duplicate,
-        }
+        qrels_obj, options = read_qrels(qrels, options)
+        run_objs = read_runs(runs)
         with warnings_to_stderr():
             result = compare(
                 qrels_obj,
                 run_objs,
                 measures,
+                options=options,
                 baseline=baseline,
                 pairs=pairs,
                 test=test,
@@ -223,9 +196,10 @@ def compare_cmd(
                 random_baseline=random_baseline,
                 registry=registry,
                 progress=progress,
-                **options,  # type: ignore[arg-type]
             )
-            curves = [parameter_curve(qrels_obj, run_objs, t, registry=registry, **options) for t in curve]
+            curves = [
+                parameter_curve(qrels_obj, run_objs, t, options=options, registry=registry) for t in curve
+            ]
         text = result.format(
             fmt, per_query=per_query, precision=digits, spread=None if spread == "none" else spread
         )
