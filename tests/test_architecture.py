@@ -423,3 +423,41 @@ def test_no_import_cycle_among_project_modules():
     assert "rankeval.distributed" in graph["rankeval.engine"]  # a lazy import counts
     assert "rankeval.random_ranking" not in graph["rankeval.hookspecs"]  # TYPE_CHECKING does not
     assert cycles(graph) == []
+
+
+# --------------------------------------------------------------------- sizes
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 80
+
+
+def _all_modules() -> list[Path]:
+    return [*_modules(CORE), *_modules(PLUGINS)]
+
+
+@pytest.mark.parametrize("path", _all_modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_modules_are_small(path: Path) -> None:
+    assert len(path.read_text(encoding="utf-8").splitlines()) <= MAX_MODULE_LINES
+
+
+def long_functions(source: str) -> list[tuple[str, int]]:
+    """(name, lines) of every function whose body — from its first statement after the
+    signature, so a command's declarative option list does not count — is too long."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            length = node.end_lineno - node.body[0].lineno + 1  # type: ignore[operator]
+            if length > MAX_FUNCTION_LINES:
+                out.append((node.name, length))
+    return out
+
+
+def test_the_length_check_counts_the_body():
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES + 1))
+    assert long_functions(f"def f(\n    a: int = 1,\n):\n{body}\n") == [("f", MAX_FUNCTION_LINES + 1)]
+    options = "\n".join(f"    a{i}: int = {i}," for i in range(200))
+    assert long_functions(f"def g(\n{options}\n):\n    return 1\n") == []
+
+
+@pytest.mark.parametrize("path", _all_modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_functions_are_short(path: Path) -> None:
+    assert long_functions(path.read_text(encoding="utf-8")) == []
