@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
+    from rankeval.measure import Domain
+
 __all__ = ["Qrels", "Run", "as_qrels", "as_run"]
 
 
@@ -103,13 +105,30 @@ class Qrels:
         out._origins = origins
         return out
 
-    def number_attribute(self, key: str, what: str = "", minimum: float | None = None) -> np.ndarray:
+    def number_attribute(
+        self,
+        key: str,
+        what: str = "",
+        minimum: float | None = None,
+        *,
+        domain: Domain | None = None,
+        expected: str | None = None,
+    ) -> np.ndarray:
         """Attribute *key* of each row of :attr:`table` as float64 (NaN where a line does not
-        give it), for measures that read numbers such as ``cost=`` or ``sens=``.
+        give it), for measures that read numbers such as ``cost=``, ``sens=`` or ``pi=``.
+
+        Args:
+            key: The attribute (``cost`` for ``cost=``).
+            what: What the number is, quoted in the error (``the reading cost``).
+            minimum: The smallest value accepted (``Domain(minimum)``).
+            domain: The values accepted, e.g. ``Domain(0, 1, low_open=True)`` for (0, 1].
+            expected: The error's wording instead of ``expected a number for key= (what),
+                found 'x'``: ``bad key='x': expected <expected>``, followed by the qrels line.
 
         Raises:
-            InputError: for a value that is not a finite number (or is below *minimum*),
-                naming the file and line it came from (the qrels or a ``--docinfo`` file).
+            InputError: for a value that is not a finite number (or is outside *minimum* or
+                *domain*), naming the file and line it came from (the qrels or a
+                ``--docinfo`` file).
         """
         import numpy as np
         import pyarrow.compute as pc
@@ -133,14 +152,28 @@ class Qrels:
             ok &= np.isfinite(values) | np.array([t is None for t in strings])
         if minimum is not None:
             ok &= ~(values < minimum)
+        if domain is not None:  # NaN (not given) compares False: never outside
+            with np.errstate(invalid="ignore"):
+                ok &= ~((values <= domain.low) if domain.low_open else (values < domain.low))
+                ok &= ~((values >= domain.high) if domain.high_open else (values > domain.high))
         if not ok.all():
             i = int(np.flatnonzero(~ok)[0])
             source, line = self.attribute_origin(key, i)
+            found = text[i].as_py()
+            if expected is not None:
+                row = " ".join(
+                    str(self.table.column(c)[i].as_py()) for c in ("query_id", "iteration", "doc_id")
+                )
+                echo = f"{row} {self.table.column('relevance')[i].as_py():g} {key}={found}"
+                raise InputError(
+                    f"bad {key}={str(found)!r}: expected {expected}",
+                    source=source,
+                    line=line,
+                    text=echo if source == self.source else None,
+                )
             kind = "a non-negative number" if minimum == 0 else "a number"
             about = f" ({what})" if what else ""
-            raise InputError(
-                f"expected {kind} for {key}={about}, found {text[i].as_py()!r}", source=source, line=line
-            )
+            raise InputError(f"expected {kind} for {key}={about}, found {found!r}", source=source, line=line)
         return values  # type: ignore[no-any-return]
 
     def attribute_origin(self, key: str, row: int) -> tuple[str, int | None]:
