@@ -171,7 +171,8 @@ class Qrels:
                     line=line,
                     text=echo if source == self.source else None,
                 )
-            kind = "a non-negative number" if minimum == 0 else "a number"
+            kind = f"a number in {domain}" if domain is not None else "a number"
+            kind = "a non-negative number" if minimum == 0 and domain is None else kind
             about = f" ({what})" if what else ""
             raise InputError(f"expected {kind} for {key}={about}, found {found!r}", source=source, line=line)
         return values  # type: ignore[no-any-return]

@@ -344,17 +344,17 @@ def test_missing_cutoff_on_the_command_line(tmp_path):
     assert "nCS-DCG needs a cutoff, e.g. nCS-DCG@10" in result.stderr
 
 
-@pytest.mark.parametrize("bad", ["high", "-1", "nan"])
+@pytest.mark.parametrize("bad", ["high", "-1", "nan", "1e308"])
 def test_bad_sens_value_names_file_and_line(tmp_path, bad):
     q, r = write(tmp_path, f"q1 0 a 1 sens=1\n# comment\nq1 0 b 0 sens={bad}\n", run_lines("q1", ["a"]))
     with pytest.raises(rankeval.InputError) as info:
         rankeval.evaluate(q, r, "nCS-DCG@10")
     assert str(info.value) == (
-        f"{q}:3: expected a non-negative number for sens= (the sensitivity grade), found {bad!r}"
+        f"{q}:3: expected a number in [0, 2147483647] for sens= (the sensitivity grade), found {bad!r}"
     )
     result = CliRunner().invoke(app, [str(q), str(r), "-m", "CS-DCG@10"])
     assert result.exit_code == 1
-    assert result.stderr.startswith(f"rankeval: error: {q}:3: expected a non-negative number for sens=")
+    assert result.stderr.startswith(f"rankeval: error: {q}:3: expected a number in [0, 2147483647] for sens=")
     # measures that do not read sens= do not mind
     assert rankeval.evaluate(q, r, "nDCG@10")["value"].iloc[-1] == 1.0
 

@@ -208,7 +208,7 @@ def test_bad_sens_from_the_side_file_names_the_side_file(tmp_path):
     with pytest.raises(InputError) as info:
         rankeval.evaluate(q, r, "nCS-DCG@10", docinfo=docs)
     assert str(info.value) == (
-        f"{docs}:3: expected a non-negative number for sens= (the sensitivity grade), found 'high'"
+        f"{docs}:3: expected a number in [0, 2147483647] for sens= (the sensitivity grade), found 'high'"
     )
 
 

@@ -110,7 +110,19 @@ def test_fuzz_findings(name, tmp_path):
     assert_no_crash(FOUND[name], tmp_path)
 
 
-@pytest.mark.parametrize("spec", ["RPrec", "Precision@10", "NDCG@10", "BPref", "hTBG@1e308h", "nTBG@1e308h"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "RPrec",
+        "Precision@10",
+        "NDCG@10",
+        "BPref",
+        "hTBG@1e308h",
+        "nTBG@1e308h",
+        "Compat(p=8e48, p=1e999)",
+        "Compat(p=1e999)",
+    ],
+)
 def test_fuzz_found_specs_parse_back(spec):
     """Specs whose measure did not parse back from its ``str()``: rejected, or round trip."""
     registry = load_registry()

@@ -388,6 +388,8 @@ IR_SPEC_ERRORS = [
     ("IPrec", ["IPrec needs recall"]),
     ("SDCG", ["SDCG needs cutoff", "max_rel"]),
     ("RBP(p=2)", ["RBP: p=2.0 is out of range", "[0, 1)"]),
+    ("Compat(p=8e48, p=1e999)", ["parameter 'p' given twice"]),
+    ("Compat(p=1e999)", ["Compat: p=inf is not a finite number"]),
     ("NumQ@0", ["NumQ has no parameter 'cutoff'", "'@' sets it"]),
     ("RBP(_=None)", ["RBP has no parameter '_'"]),
     ("ERR(foo=1)@5", ["ERR has no parameter 'foo'"]),

@@ -49,6 +49,8 @@ _GAIN = "gain of a grade: exp = 2^rel - 1 (the paper), linear = rel; grades belo
 _COST = "cost C of showing a document of sensitivity grade 1 (the paper's C_s for k = 10)"
 
 
+MAX_GRADE_DOMAIN = Domain(0, 2**31 - 1)
+"""Allowed ``sens=`` grades (0 = not sensitive)."""
 MAX_EXP_GRADE = 1000
 """Largest relevance grade gain=exp accepts (2^1000 leaves room for sums over 2^23 documents)."""
 
@@ -314,7 +316,8 @@ def _grades(data: RankedLists) -> np.ndarray:
     def make() -> np.ndarray:
         alignment = data.alignment
         assert alignment is not None
-        values = data.qrels.number_attribute("sens", "the sensitivity grade", minimum=0)
+        # grades are small integers in practice; the bound keeps cost x grade finite
+        values = data.qrels.number_attribute("sens", "the sensitivity grade", domain=MAX_GRADE_DOMAIN)
         has = ~np.isnan(values)
         grade = np.zeros(alignment.num_items)
         np.maximum.at(grade, alignment.qrels_item[has], values[has])

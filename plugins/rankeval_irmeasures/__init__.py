@@ -199,6 +199,10 @@ def _spec_error(spec: str, message: str) -> SpecError:
 def _parse(ir_measures: Any, spec: str, name: str) -> Any:
     """The ir_measures measure of *spec*, with its parameters checked against the measure's
     ``SUPPORTED_PARAMS`` (names, types, required ones) and :data:`_DOMAINS`."""
+    keys = re.findall(r"[(,]\s*([A-Za-z_]\w*)\s*=", spec)
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:  # ir_measures would keep one silently
+        raise _spec_error(spec, f"parameter {twice[0]!r} given twice")
     try:
         measure = ir_measures.parse_measure(spec)
     except Exception as exc:  # ir_measures raises ValueError, NameError, KeyError, ... here
@@ -219,6 +223,8 @@ def _parse(ir_measures: Any, spec: str, name: str) -> Any:
             via_at = " ('@' sets it)" if key == measure.AT_PARAM and "@" in spec else ""
             raise _spec_error(spec, f"{shown} has no parameter {key!r}{via_at}; its parameters: {valid}")
         info = infos[key]
+        if isinstance(value, float) and not math.isfinite(value):  # inf does not print back
+            raise _spec_error(spec, f"{shown}: {key}={value!r} is not a finite number")
         if info.dtype is float and isinstance(value, int) and not isinstance(value, bool):
             params[key] = value = float(value)  # p=1 means p=1.0 (ir_measures wants a float)
             changed = True
