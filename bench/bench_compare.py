@@ -11,7 +11,7 @@ less closely (so that some differences are significant), then times, in fresh pr
         --test bootstrap --samples 10000 --ci bootstrap --correction holm -f latex
 
 end to end (start-up, reading 1.7M run lines, evaluation, 64 bootstrap tests and intervals,
-output), median of --reps after one warm-up run. Acceptance target (issue 6): < 30 s on the
+output), median of --reps after one warm-up run. Acceptance target (docs: compare.md): < 30 s on the
 2-core machine. It also prints where the time goes, measured in this process.
 """
 

@@ -1,4 +1,4 @@
-"""nCS-DCG@10 vs nDCG@10 on the benchmark run, end to end (issue 4's scale target).
+"""nCS-DCG@10 vs nDCG@10 on the benchmark run, end to end (the scale target).
 
     python bench/generate.py --out /tmp/bench7m                 # the 7M-line run, if not there
     python bench/bench_csdcg.py --data /tmp/bench7m --reps 5
@@ -11,7 +11,7 @@ its run (grades 0-2, same sensitivity rate), for pools deeper than MS MARCO's on
 query. Then it times ``rankeval QRELS.SENS RUN -m nCS-DCG@10`` and ``-m nDCG@10`` (the same
 files, so both parse the same attributes) in fresh processes, one untimed warm-up each, then
 ``--reps`` rounds, and prints the medians, peak RSS and the time ratio.
-Acceptance target (issue 4): nCS-DCG@10 time <= 1.5 x nDCG@10 time.
+Target: nCS-DCG@10 time <= 1.5 x nDCG@10 time.
 
 Note: with the generated qrels' ~1 judged passage per query, most queries' pools have one
 document (or equal ones): every ranking scores the same and nCS-DCG is undefined there

@@ -8,7 +8,7 @@ Generates (once, with bench/generate.py) an MS MARCO-shaped run and qrels, then 
 resident memory of every process of its tree (the CLI, and for Dask the scheduler and the
 worker processes) is sampled every 0.2 s. Prints wall time, peak memory of the local
 process, peak memory per Dask worker, the speed-up, and whether both printed the same values.
-Acceptance (issue 7): the Dask run completes within its per-worker limit and returns the local
+Target: the Dask run completes within its per-worker limit and returns the local
 engine's results, while the local engine's peak memory is higher than any worker's.
 """
 

@@ -6,7 +6,7 @@ Generates (seeded) a nested qrels/run pair (every individual judged 0/1, every c
 with a stopping probability and cost=) and a flat run with the same number of lines (plus
 qrels with the same number of judged items), then times `rankeval ... -m hTBG@h=3h` and
 `rankeval ... -m AP` end to end in fresh processes (median of --reps) and prints the ratio.
-Acceptance target (issue 3): hTBG time <= 1.5 x AP time.
+Target: hTBG time <= 1.5 x AP time.
 """
 
 from __future__ import annotations

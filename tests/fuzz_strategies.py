@@ -1022,7 +1022,7 @@ def case_spec(rng: Random) -> Case:
 
 
 def case_spec_roundtrip(rng: Random) -> Case:
-    """``parse(str(m)) == m`` for a spec that parses (SPEC §2.4, §6)."""
+    """``parse(str(m)) == m`` for a spec that parses (docs: formats.md, Measure specs)."""
     text = rng.choice(VALID_SPECS)
     for _ in range(20):
         candidate = one_spec(rng)

@@ -1,4 +1,4 @@
-"""The ``rankeval`` command line (SPEC §1, §4)."""
+"""The ``rankeval`` command line (docs: cli.md, formats.md)."""
 
 from __future__ import annotations
 

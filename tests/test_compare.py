@@ -1,4 +1,4 @@
-"""`rankeval.compare` and `rankeval compare` (issue 6): tests against scipy and statsmodels on
+"""`rankeval.compare` and `rankeval compare` (docs: compare.md): tests against scipy and statsmodels on
 real per-query vectors, the random baseline against full enumeration, tables, rows, plots, CLI."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""CS-DCG, nCS-DCG and CS-DCG-neg (SPEC §3.4): hand-computed cases, errors, output of
+"""CS-DCG, nCS-DCG and CS-DCG-neg (docs: csdcg.md): hand-computed cases, errors, output of
 undefined queries, aggregates and the CLI warning."""
 
 from __future__ import annotations

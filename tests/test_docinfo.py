@@ -218,7 +218,10 @@ def test_bad_cost_from_the_side_file_names_the_side_file(tmp_path):
     r = write(tmp_path / "t.run", run_lines("q1", ["u", "u/p1", "u/p2"]))
     with pytest.raises(InputError) as info:
         rankeval.evaluate(q, r, "hTBG", docinfo=docs)
-    assert str(info.value) == f"{docs}:2: expected a non-negative number for cost= (the reading cost), found 'many'"
+    assert (
+        str(info.value)
+        == f"{docs}:2: expected a non-negative number for cost= (the reading cost), found 'many'"
+    )
 
 
 # ------------------------------------------------------------------------------ measures

@@ -1,4 +1,4 @@
-"""Parameter domains (SPEC §6): every measure parameter declares the values its formula
+"""Parameter domains (docs: formats.md, Error messages): every measure parameter declares the values its formula
 admits; a value outside is a usage error (exit code 2) pointing at the value and giving the
 allowed range; ``str()`` of every accepted measure parses back to an equal measure; and the
 spec parser raises nothing but :class:`~rankeval.errors.SpecError`, whatever the text."""

@@ -1,5 +1,5 @@
 """Bad input gets a clear RankevalError (library) or a message and a non-zero exit code
-without a traceback (CLI); nothing is half-written (SPEC §6)."""
+without a traceback (CLI); nothing is half-written (docs: formats.md, Error messages)."""
 
 from __future__ import annotations
 
@@ -436,7 +436,7 @@ def test_output_written_on_success_replaces_file(tmp_path, good) -> None:
 
 # ------------------------------------------------------------------ --on-duplicate
 def test_on_duplicate_first_and_max(tmp_path):
-    """SPEC §2.2: --on-duplicate first|max relaxes the duplicate-document error."""
+    """docs: formats.md, Runs: --on-duplicate first|max relaxes the duplicate-document error."""
     q = tmp_path / "q.txt"
     r = tmp_path / "r.txt"
     q.write_text("1 0 a 1\n1 0 b 0\n")

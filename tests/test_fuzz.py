@@ -1,5 +1,5 @@
 """Fuzz, bounded for CI: mutated real files through every reader, ``evaluate``, ``convert`` and
-the measure-spec parser; every exception must be a ``RankevalError`` (SPEC §6).
+the measure-spec parser; every exception must be a ``RankevalError`` (docs: formats.md, Error messages).
 
 The mutations, seeds and targets are in ``fuzz_strategies.py``; hypothesis supplies the
 ``random.Random`` they draw from, derandomized so that every CI run tries the same cases.

@@ -1,4 +1,4 @@
-"""Readers of qrels and runs (SPEC §2.1, §2.2): compression, comments, line endings, BOM,
+"""Readers of qrels and runs (docs: formats.md, Qrels and Runs): compression, comments, line endings, BOM,
 whitespace, trailing columns, attributes, iteration, and the agreement of the fast and the
 general run reader."""
 
@@ -236,7 +236,7 @@ def test_negative_and_float_relevance(tmp_path) -> None:
 # --------------------------------------------------------------------- empty input
 @pytest.mark.parametrize("content", ["", "# only a comment\n", "\n\n", "\xef\xbb\xbf"])
 def test_empty_run_and_qrels(tmp_path, content) -> None:
-    """A file without one content line is an error naming it (SPEC §6), not an empty table
+    """A file without one content line is an error naming it (docs: formats.md, Error messages), not an empty table
     that would print nan for every measure."""
     with pytest.raises(rankeval.InputError, match="empty run") as info:
         rankeval.Run.read(write(tmp_path / "e.run", content.encode("latin-1")))

@@ -1,4 +1,4 @@
-"""Nested items (SPEC §2.3): the prefix rule, level=2 sub-queries, deeper nesting.
+"""Nested items (docs: formats.md, Nested items): the prefix rule, level=2 sub-queries, deeper nesting.
 
 Expected values are hand calculations written next to each assertion.
 """

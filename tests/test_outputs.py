@@ -1,4 +1,4 @@
-"""Output safety (SPEC §6 "Output files"), the CLI's error boundary (Ctrl-C, --debug,
+"""Output safety (docs: formats.md, "Output files"), the CLI's error boundary (Ctrl-C, --debug,
 internal errors) and usage limits of the output options.
 
 Each row of the tables gives the case, the expected exit code, words the message must contain,

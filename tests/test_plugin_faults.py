@@ -1,5 +1,5 @@
-"""Faults of plugins and of the tools they call are isolated and named (SPEC §6, Plugins and
-Measures computed by other tools): a plugin's exception is an error naming the measure and
+"""Faults of plugins and of the tools they call are isolated and named (docs: plugins.md,
+"When something goes wrong"; measures.md, ir_measures): a plugin's exception is an error naming the measure and
 the plugin, never a traceback; a plugin that fails to load leaves the others working;
 ``RANKEVAL_DISABLE_PLUGIN_AUTOLOAD`` switches entry-point plugins off; the ir_measures bridge
 turns every parse or validation problem into a spec error and every provider failure into

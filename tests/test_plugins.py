@@ -1,5 +1,5 @@
 """Plugin loading: -p modules, entry points, broken plugins, name conflicts, blocking, and
-each hook of rankeval/hookspecs.py (SPEC §5)."""
+each hook of rankeval/hookspecs.py (docs: plugins.md)."""
 
 from __future__ import annotations
 
@@ -531,7 +531,7 @@ def test_resolve_measure_hook_builtin_irmeasures(files) -> None:
 
 
 def test_rbp_through_irmeasures(files) -> None:
-    """SPEC §3.1 names RBP(p=0.8) as computed through ir_measures."""
+    """docs: measures.md names RBP(p=0.8) as computed through ir_measures."""
     q, r = files
     # binary-relevance query so the gain is unambiguous: q2 has y (rel 1) at rank 1, w unjudged
     # ir_measures computes RBP with its cwl_eval provider, which needs the rel parameter

@@ -1,4 +1,4 @@
-"""Measure-spec grammar (rankeval.spec) and resolution through the registry (SPEC §2.4)."""
+"""Measure-spec grammar (rankeval.spec) and resolution through the registry (docs: formats.md, Measure specs)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""CLEF eHealth TAR thresholding measures (SPEC §3.5, issue 5): parity with the official
+"""CLEF eHealth TAR thresholding measures (docs: tar.md): parity with the official
 evaluator's output on the CLEF 2019 DTA runs, hand-computed topics for every measure, a
 line-by-line screening oracle on random runs, the run format and its errors."""
 

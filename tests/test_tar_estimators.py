@@ -1,4 +1,4 @@
-"""Estimated recall from sampled judgments (issue 5, item 4): Horvitz-Thompson (``pi=``) and
+"""Estimated recall from sampled judgments (docs: tar.md): Horvitz-Thompson (``pi=``) and
 Hansen-Hurwitz (``p=``, ``draws=``) estimates of R and of the relevant documents screened,
 hand-computed, their input errors, and their unbiasedness by simulation."""
 

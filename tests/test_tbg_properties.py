@@ -1,6 +1,6 @@
 """Property tests of TBG and hTBG against a plain-loop reference of the user model.
 
-The model (SPEC §3.2-3.3): each query ranks individuals (top-level items); each individual's
+The model (docs: tbg.md): each query ranks individuals (top-level items); each individual's
 documents are its children (``PARENT/CHILD``), judged ``q 0 user/doc R cost=W`` with R the
 stopping probability and W the word count; individuals are judged ``q 0 user rel``.
 For individual i, in rank order:
@@ -200,7 +200,7 @@ RANKING = st.lists(INDIVIDUAL, min_size=1, max_size=6)
 
 def _has_child(rankings):
     # a collection without any child is not nested: its items are then flat and need their
-    # own cost= (SPEC §3.2), outside the nested model tested here
+    # own cost= (docs: tbg.md), outside the nested model tested here
     return any(children for ranking in rankings for _, children in ranking)
 
 
@@ -462,7 +462,7 @@ def test_default_cost_fills_the_missing_cost(default):
 
 # ------------------------------------------------------------------------------ pinned cases
 def test_relevant_individual_without_children_gains_nothing():
-    """SPEC §3.3 (and the reference's calculate_expect_word_read): a relevant individual
+    """docs: tbg.md (and the reference's calculate_expect_word_read): a relevant individual
     gains only if one of its children has R > 0, so one with no children gains nothing."""
     queries = {"q1": [(1, []), (1, [(0.5, 100)])]}
     specs = [f"hTBG@h={h}" for h in HALF_LIVES]
