@@ -71,7 +71,7 @@ def timed(args: list[str], reps: int) -> tuple[float, float, str]:
 
 def breakdown(qrels: Path, runs: list[Path], samples: int, pairs: str) -> None:
     import rankeval
-    from rankeval.engine import evaluate_results
+    from rankeval.engine.evaluation import evaluate_results
 
     start = time.perf_counter()
     q = rankeval.Qrels.read(qrels)

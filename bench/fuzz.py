@@ -137,7 +137,7 @@ def make_case(seed: int, number: int, targets: list[str]) -> fs.Case:
 def traceback_text(case: fs.Case, directory: Path, timeout: float) -> str:
     """The full traceback of *case* (run once more, without the verdict's catch-all)."""
     import rankeval
-    import rankeval.convert
+    import rankeval.io.convert
 
     fs.write_files(case, directory)
     namespace = {"rankeval": rankeval, "d": directory, "registry": fs.registry()}

@@ -1,7 +1,7 @@
 """Griffe extension for the API page: render Sphinx cross-reference roles as code.
 
 The docstrings of rankeval are Google style with Markdown-compatible ````literals````, but
-some use Sphinx roles (``:class:`~rankeval.data.Run```, ``:attr:`table```), which Markdown
+some use Sphinx roles (``:class:`~rankeval.io.data.Run```, ``:attr:`table```), which Markdown
 would show verbatim. This turns each role into an inline code span (the last dotted
 component when the target starts with ``~``, as Sphinx does). Loaded by mkdocstrings through
 ``extensions:`` in ``mkdocs.yml``; not a page of the site.

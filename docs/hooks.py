@@ -43,7 +43,7 @@ def _cell(text: Any) -> str:
 
 
 def _default(value: Any) -> str:
-    from rankeval.measure import format_param_value
+    from rankeval.measures.base import format_param_value
 
     if value is None:
         return "`none`"
@@ -81,7 +81,7 @@ def _docstring(cls: Any) -> str:
 
 @cache
 def _registry() -> Any:
-    from rankeval.plugins import load_registry
+    from rankeval.measures.plugins import load_registry
 
     registry = load_registry(entry_points=False)
     for name, why in registry.failures.items():
@@ -103,7 +103,7 @@ def measures_index_markdown() -> str:
 
 def builtin_plugins_markdown() -> str:
     """A list of the built-in plugins, from the registry: each with what it provides."""
-    from rankeval.plugins import DEFAULT_PLUGINS, hook_impls
+    from rankeval.measures.plugins import DEFAULT_PLUGINS, hook_impls
 
     registry = _registry()
     resolvers = {plugin for plugin, _ in hook_impls(registry, "resolve_measure")}
@@ -148,7 +148,7 @@ def measures_markdown() -> str:
         for prefix in cls.trec_prefixes:
             aliases.append(f"`{prefix}.N` / `{prefix}_N` (sets `{cls.at}`)")
         out.append(f"**Aliases:** {', '.join(aliases) if aliases else 'none'}  ")
-        from rankeval.measure import Measure
+        from rankeval.measures.base import Measure
 
         if cls.aggregate_from_parts is not Measure.aggregate_from_parts:
             out.append("**Aggregate:** the measure's own (see the definition above)  ")

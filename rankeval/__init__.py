@@ -22,8 +22,8 @@ from rankeval.errors import (
     SpecError,
     UsageError,
 )
-from rankeval.hookspecs import hookimpl
-from rankeval.measure import Domain, Duration, Measure, param
+from rankeval.measures.base import Domain, Duration, Measure, param
+from rankeval.measures.hookspecs import hookimpl
 from rankeval.options import EvalOptions
 
 __version__ = "0.1.0"
@@ -47,8 +47,10 @@ __all__ = [
     "RandomModel",
     "RankedLists",
     "RankevalError",
+    "Row",
     "ResourceError",
     "Run",
+    "Sampler",
     "SpecError",
     "UsageError",
     "__version__",
@@ -64,18 +66,18 @@ __all__ = [
 
 if TYPE_CHECKING:
     from rankeval import segments
-    from rankeval.comparison import Comparison, compare
-    from rankeval.data import Qrels, Run
-    from rankeval.engine import evaluate
-    from rankeval.plugins import load_registry
-    from rankeval.random_ranking import Candidates, RandomBaseline, RandomModel, random_baseline
-    from rankeval.ranked import RankedLists
-    from rankeval.report import CompatMode, OutputFormat
+    from rankeval.comparison.compare import Comparison, compare
+    from rankeval.engine.evaluation import evaluate
+    from rankeval.engine.random_ranking import Candidates, RandomBaseline, RandomModel, Sampler, random_baseline
+    from rankeval.io.data import Qrels, Run
+    from rankeval.measures.plugins import load_registry
+    from rankeval.ranking.ranked_lists import RankedLists
+    from rankeval.report.formats import CompatMode, OutputFormat, Row
 
 
 def parse_measure(spec: str) -> Measure:
     """Parse one measure spec with all installed plugins (``"nDCG@10"`` → measure)."""
-    from rankeval.plugins import load_registry
+    from rankeval.measures.plugins import load_registry
 
     return load_registry().parse(spec)
 
@@ -83,27 +85,27 @@ def parse_measure(spec: str) -> Measure:
 def __getattr__(name: str) -> Any:
     # heavy modules (pandas, pyarrow) load on first use, so `rankeval --help` starts fast
     if name == "evaluate":
-        from rankeval.engine import evaluate
+        from rankeval.engine.evaluation import evaluate
 
         return evaluate
     if name in ("compare", "Comparison"):
-        from rankeval import comparison
+        from rankeval.comparison import compare as comparison
 
         return getattr(comparison, name)
-    if name in ("random_baseline", "RandomBaseline", "RandomModel", "Candidates"):
-        from rankeval import random_ranking
+    if name in ("random_baseline", "RandomBaseline", "RandomModel", "Candidates", "Sampler"):
+        from rankeval.engine import random_ranking
 
         return getattr(random_ranking, name)
     if name in ("Qrels", "Run"):
-        from rankeval import data
+        from rankeval.io import data
 
         return getattr(data, name)
-    if name in ("OutputFormat", "CompatMode"):  # what register_formats / register_compat_modes take
-        from rankeval import report
+    if name in ("OutputFormat", "CompatMode", "Row"):  # what register_formats / register_compat_modes take
+        from rankeval.report import formats as report
 
         return getattr(report, name)
     if name == "RankedLists":  # the kernel toolkit: what a measure's compute receives
-        from rankeval.ranked import RankedLists
+        from rankeval.ranking.ranked_lists import RankedLists
 
         return RankedLists
     if name == "segments":  # a submodule: import_module, as `from rankeval import` would recurse here
@@ -111,7 +113,7 @@ def __getattr__(name: str) -> Any:
 
         return importlib.import_module("rankeval.segments")
     if name == "load_registry":
-        from rankeval.plugins import load_registry
+        from rankeval.measures.plugins import load_registry
 
         return load_registry
     raise AttributeError(f"module 'rankeval' has no attribute {name!r}")

@@ -39,9 +39,9 @@ MAX_INT = 2**31 - 1
 #: the most resamples (or random orderings) a comparison draws
 MAX_SAMPLES = 10_000_000
 
-#: significance tests of :func:`rankeval.compare` (:mod:`rankeval.stats`)
+#: significance tests of :func:`rankeval.compare` (:mod:`rankeval.comparison.stats`)
 TESTS = ("ttest", "wilcoxon", "bootstrap", "randomization")
-#: corrections for multiple comparisons (:mod:`rankeval.stats`)
+#: corrections for multiple comparisons (:mod:`rankeval.comparison.stats`)
 CORRECTIONS = ("none", "bonferroni", "holm", "bh")
 #: which runs a comparison pairs
 PAIRS = ("baseline", "all")
@@ -103,7 +103,7 @@ class EvalOptions:
         docinfo: a side file of document attributes (lines ``docno key=value ...``), given
             to every qrels line of the document (:meth:`~rankeval.Qrels.with_docinfo`).
         compat: reproduce another tool's output with a mode a plugin adds
-            (:func:`rankeval.report.compat_modes`); ``None`` or ``"none"``: no mode. Only
+            (:func:`rankeval.report.formats.compat_modes`); ``None`` or ``"none"``: no mode. Only
             :func:`rankeval.evaluate` applies it.
 
     Raises:

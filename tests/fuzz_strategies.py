@@ -1008,11 +1008,11 @@ def case_evaluate(rng: Random) -> Case:
 def case_convert(rng: Random) -> Case:
     c = corpus()
     if rng.random() < 0.5:
-        call = 'rankeval.convert.json_to_trec(d / "truth.json", d / "prediction.json")'
+        call = 'rankeval.io.convert.json_to_trec(d / "truth.json", d / "prediction.json")'
         return _mutated(
             "convert", call, rng, {"truth.json": c.truth, "prediction.json": c.prediction}, mutate_json
         )
-    call = 'rankeval.convert.trec_to_json(d / "qrels.txt", d / "run.txt")'
+    call = 'rankeval.io.convert.trec_to_json(d / "qrels.txt", d / "run.txt")'
     return _mutated("convert", call, rng, {"qrels.txt": c.nested.qrels, "run.txt": c.nested.run})
 
 
@@ -1190,7 +1190,7 @@ def write_files(case: Case, directory: Path) -> None:
 def run_case(case: Case, directory: Path, timeout: float | None = 60) -> Outcome:
     """Run *case* with its files in *directory* (emptied first) and classify what happened."""
     import rankeval
-    import rankeval.convert
+    import rankeval.io.convert
     from rankeval.errors import RankevalError
 
     write_files(case, directory)

@@ -4,6 +4,8 @@
   ``_private`` attribute of a core object (``data._cache``, ``alignment._u_q``); a plugin's
   own private names are its business.
 * The core knows no measure family: nothing under ``rankeval/`` imports a ``plugins/`` package.
+* The core's packages form layers that import only downward; plugins import the core only
+  through its public modules.
 * :mod:`rankeval.segments` agrees with plain per-segment loops.
 """
 
@@ -116,8 +118,8 @@ def _modules(root: Path) -> list[Path]:
 
 def test_the_checker_finds_private_core_names():
     source = """
-import rankeval.ranked._helpers
-from rankeval.ranked import _np, RankedLists
+import rankeval.ranking._helpers
+from rankeval.ranking import _np, RankedLists
 from rankeval._internal import thing
 
 class _Mine:
@@ -131,12 +133,12 @@ def f(data, alignment, _hint=None):
     alignment._u_q
     getattr(data, "_views")
     _Mine()._width, _hint, data.__class__, _Mine.__name__
-    return rankeval.ranked._blocks
+    return rankeval.ranking._blocks
 """
     found = private_uses(source)
     assert {f.split(": ", 1)[1] for f in found} == {
-        "import rankeval.ranked._helpers",
-        "from rankeval.ranked import _np, RankedLists",
+        "import rankeval.ranking._helpers",
+        "from rankeval.ranking import _np, RankedLists",
         "from rankeval._internal import thing",
         "._cache",
         "._u_q",
@@ -300,8 +302,8 @@ def test_safe_divide(pairs):
 
 # ------------------------------------------------------------------ RankedLists accessors
 def _alignment(qrels, run):
-    from rankeval.data import Qrels, Run
-    from rankeval.ranked import Alignment
+    from rankeval.io.data import Qrels, Run
+    from rankeval.ranking.alignment import Alignment
 
     return Alignment(Qrels.from_dict(qrels), Run.from_dict(run))
 
@@ -419,10 +421,80 @@ def test_the_cycle_finder_finds_cycles():
 
 def test_no_import_cycle_among_project_modules():
     graph = import_graph()
-    assert "rankeval.engine" in graph and "rankeval_trec" in graph
-    assert "rankeval.distributed" in graph["rankeval.engine"]  # a lazy import counts
-    assert "rankeval.random_ranking" not in graph["rankeval.hookspecs"]  # TYPE_CHECKING does not
+    assert "rankeval.engine.evaluation" in graph and "rankeval_trec" in graph
+    assert "rankeval.engine.distributed" in graph["rankeval.engine.evaluation"]  # a lazy import counts
+    assert "rankeval.engine.random_ranking" not in graph["rankeval.measures.hookspecs"]  # TYPE_CHECKING does not
     assert cycles(graph) == []
+
+
+# --------------------------------------------------------------------- layers
+#: The core's one-way flow, bottom to top: a module may import (at run time) only modules of
+#: its own layer or of layers below. Each package's docstring says the same in words.
+LAYERS = [
+    ("rankeval.errors", "rankeval.options", "rankeval.spec", "rankeval.segments"),  # foundation
+    ("rankeval.io",),
+    ("rankeval.ranking",),
+    ("rankeval.measures",),
+    ("rankeval.report",),
+    ("rankeval.engine",),
+    ("rankeval.comparison",),
+    ("rankeval.cli", "rankeval.examples", "rankeval"),  # the command and the public API: the top
+]
+
+
+def layer(module: str) -> int:
+    """Index in :data:`LAYERS` of the most specific prefix of *module*."""
+    best = (-1, -1)
+    for i, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if module == prefix or module.startswith(prefix + "."):
+                best = max(best, (len(prefix), i))
+    assert best[1] >= 0, f"{module}: in no layer; add its package to LAYERS"
+    return best[1]
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{m} (layer {layer(m)}) imports {d} (layer {layer(d)})"
+        for m, deps in graph.items()
+        if m.split(".")[0] == "rankeval"
+        for d in deps
+        if d.split(".")[0] == "rankeval" and layer(d) > layer(m)
+    )
+
+
+def test_the_layer_check_finds_an_upward_import():
+    assert layer("rankeval.io.trec") == 1 and layer("rankeval.segments") == 0 and layer("rankeval") == 7
+    assert upward_imports({"rankeval.io.data": {"rankeval.engine.scoring"}}) == [
+        "rankeval.io.data (layer 1) imports rankeval.engine.scoring (layer 5)"
+    ]
+    assert upward_imports({"rankeval.engine.scoring": {"rankeval.io.data"}}) == []
+
+
+def test_the_core_imports_only_downward():
+    """io → ranking → measures → report → engine → comparison → cli, each above the
+    foundation modules (lazy imports count; annotation-only imports do not)."""
+    graph = import_graph()
+    assert set(graph) >= {"rankeval.io.trec", "rankeval.comparison.compare"}
+    assert upward_imports(graph) == []
+
+
+PUBLIC_MODULES = {"rankeval", "rankeval.errors", "rankeval.spec", "rankeval.segments"}
+
+
+@pytest.mark.parametrize("path", _modules(PLUGINS), ids=lambda p: str(p.relative_to(PLUGINS)))
+def test_plugins_import_the_core_only_through_its_public_modules(path: Path) -> None:
+    """The kernel toolkit is ``rankeval`` (its ``__all__``), ``rankeval.errors``,
+    ``rankeval.spec`` and ``rankeval.segments``; the core's packages may be rearranged freely."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    used = {
+        n.module if isinstance(n, ast.ImportFrom) else a.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Import | ast.ImportFrom)
+        for a in n.names
+        if isinstance(n, ast.Import) or (n.module and not n.level)
+    }
+    assert sorted(m for m in used if m and m.split(".")[0] == "rankeval" and m not in PUBLIC_MODULES) == []
 
 
 # --------------------------------------------------------------------- sizes

@@ -16,12 +16,12 @@ from scipy import stats as sps
 from typer.testing import CliRunner
 
 import rankeval
-from rankeval import stats
 from rankeval.cli.app import app
-from rankeval.comparison_data import COLUMNS
-from rankeval.curves import expand_template, parameter_curve
+from rankeval.comparison import stats
+from rankeval.comparison.curves import expand_template, parameter_curve
+from rankeval.comparison.data import COLUMNS
+from rankeval.engine.random_ranking import random_positions
 from rankeval.errors import UsageError
-from rankeval.random_ranking import random_positions
 
 multitest = pytest.importorskip("statsmodels.stats.multitest")
 

@@ -367,7 +367,7 @@ def test_json_output_of_an_undefined_query_is_null(tmp_path):
 
 
 def test_registered_by_the_builtin_plugin():
-    from rankeval.plugins import DEFAULT_PLUGINS, load_registry
+    from rankeval.measures.plugins import DEFAULT_PLUGINS, load_registry
 
     assert "rankeval_csdcg" in DEFAULT_PLUGINS
     registry = load_registry(entry_points=False)

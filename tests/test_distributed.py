@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 import rankeval
-from rankeval.distributed import DaskOptions, check_measure
+from rankeval.engine.distributed import DaskOptions, check_measure
 from rankeval.errors import InputError, UsageError
 
 DATA = Path(__file__).parent / "data"
@@ -105,7 +105,7 @@ def test_blocks_and_globs_equal_one_file(scheduler, tmp_path):
 
 
 def test_parquet_run_equals_text(scheduler, tmp_path):
-    from rankeval.convert import to_parquet
+    from rankeval.engine.dask_io import to_parquet
 
     qrels, run = DATA / "trec_eval" / "qrels.test", DATA / "trec_eval" / "results.test"
     to_parquet(qrels, run, tmp_path / "qrels.parquet", tmp_path / "run.parquet")

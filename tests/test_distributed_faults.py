@@ -3,7 +3,7 @@ options, bad scheduler addresses and bad run paths.
 
 The fault tests start their own 2-worker ``LocalCluster`` through rankeval (the fault handling
 applies to the clusters rankeval starts), find its worker processes through the
-``rankeval.dask_cluster._started`` seam, and check that none of them outlives the run.
+``rankeval.engine.dask_cluster._started`` seam, and check that none of them outlives the run.
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ import psutil
 import pytest
 
 import rankeval
-import rankeval.dask_cluster as dc
-import rankeval.dask_io as dio
-import rankeval.distributed as rd
-from rankeval.distributed import DaskOptions, read_run_frame
+import rankeval.engine.dask_cluster as dc
+import rankeval.engine.dask_io as dio
+import rankeval.engine.distributed as rd
+from rankeval.engine.distributed import DaskOptions, read_run_frame
 from rankeval.errors import EngineError, InputError, MeasureError, UsageError
-from rankeval.measure import Measure
+from rankeval.measures.base import Measure
 
 DATA = Path(__file__).parent / "data"
 QRELS = DATA / "trec_eval" / "qrels.test"
@@ -215,8 +215,8 @@ def test_keyboard_interrupt_mid_run_closes_the_cluster_quietly(workers, monkeypa
 SCRIPT = """
 import os, sys, time
 import rankeval
-import rankeval.dask_cluster as dc
-from rankeval.distributed import DaskOptions
+import rankeval.engine.dask_cluster as dc
+from rankeval.engine.distributed import DaskOptions
 
 real = dc.compute
 
@@ -392,7 +392,7 @@ def test_worker_config_and_preload_hook():
     assert config["distributed.scheduler.worker-ttl"] == "7s"
     assert config["distributed.scheduler.allowed-failures"] == 1
     assert config["distributed.comm.timeouts.connect"] == "3s"
-    assert dc.__name__ == "rankeval.dask_cluster" and callable(dc.dask_setup)
+    assert dc.__name__ == "rankeval.engine.dask_cluster" and callable(dc.dask_setup)
 
 
 # ------------------------------------------------------------------------------ run paths
@@ -495,7 +495,7 @@ def test_parquet_without_line_numbers_keeps_the_row_order(tmp_path):
 def test_convert_to_parquet_stopped_midway_leaves_nothing(tmp_path, monkeypatch, fault):
     """A block failing (bad input) or Ctrl-C while the run's blocks are written: the writing
     threads are done before the half-written directory is removed."""
-    from rankeval.convert import to_parquet
+    from rankeval.engine.dask_io import to_parquet
 
     real = dio._parse_block
     calls = []
@@ -508,7 +508,7 @@ def test_convert_to_parquet_stopped_midway_leaves_nothing(tmp_path, monkeypatch,
         return real(data, name, first_line, file_no)
 
     monkeypatch.setattr(dio, "_parse_block", parse)
-    monkeypatch.setattr(rd, "DaskOptions", lambda: DaskOptions(blocksize=4096))  # several blocks
+    monkeypatch.setattr(dc, "DaskOptions", lambda: DaskOptions(blocksize=4096))  # several blocks
     with pytest.raises(fault):
         to_parquet(QRELS, RUN, tmp_path / "q.parquet", tmp_path / "r.parquet")
     time.sleep(0.5)  # a thread still writing would show up now

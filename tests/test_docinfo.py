@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 import rankeval
 from rankeval.cli.app import app
 from rankeval.errors import InputError, RankevalWarning
-from rankeval.io import RESERVED, read_docinfo_table
+from rankeval.io.trec import RESERVED, read_docinfo_table
 
 
 def write(path: Path, text: str) -> Path:

@@ -24,8 +24,8 @@ from typer.testing import CliRunner
 import rankeval
 from rankeval.cli.app import app
 from rankeval.errors import MeasureError, SpecError, UsageError
-from rankeval.measure import INT32_MAX, Domain, Duration, Measure, ParamError, ParamInfo, param
-from rankeval.plugins import load_registry
+from rankeval.measures.base import INT32_MAX, Domain, Duration, Measure, ParamError, ParamInfo, param
+from rankeval.measures.plugins import load_registry
 from rankeval.spec import format_value_text, parse_spec
 
 DATA = Path(__file__).parent / "data"

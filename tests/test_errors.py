@@ -344,7 +344,7 @@ def test_unknown_format(good) -> None:
 
 
 def test_unknown_format_library(good) -> None:
-    from rankeval.report import format_results
+    from rankeval.report.formats import format_results
 
     qrels, run = good
     frame = rankeval.evaluate(qrels, run, "AP")

@@ -17,13 +17,13 @@ from typer.testing import CliRunner
 
 import rankeval
 from rankeval.cli.app import app
-from rankeval.data import as_qrels, as_run
-from rankeval.engine import evaluate_results
+from rankeval.engine.evaluation import evaluate_results
+from rankeval.engine.random_ranking import Candidates, random_models, random_positions
 from rankeval.errors import InputError, PluginError, RankevalWarning, UsageError
-from rankeval.plugins import load_registry
-from rankeval.random_ranking import Candidates, random_models, random_positions
-from rankeval.ranked import Alignment
-from rankeval.report import FORMATS, compat_modes, format_results, output_formats
+from rankeval.io.data import as_qrels, as_run
+from rankeval.measures.plugins import load_registry
+from rankeval.ranking.alignment import Alignment
+from rankeval.report.formats import FORMATS, compat_modes, format_results, output_formats
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,8 +37,8 @@ from typing import ClassVar
 import numpy as np
 
 from rankeval import Measure, hookimpl, param
-from rankeval.random_ranking import RandomModel
-from rankeval.report import CompatMode, OutputFormat
+from rankeval.engine.random_ranking import RandomModel
+from rankeval.report.formats import CompatMode, OutputFormat
 
 
 @dataclass(frozen=True)
@@ -203,7 +203,7 @@ def test_random_model_faults_name_the_plugin(tmp_path, monkeypatch, files) -> No
         "from rankeval import hookimpl\n\n@hookimpl\ndef random_model(measure):\n    return 42\n"
     )
     (site / "rk_badformat.py").write_text(
-        "from rankeval import hookimpl\nfrom rankeval.report import OutputFormat\n\n"
+        "from rankeval import hookimpl\nfrom rankeval.report.formats import OutputFormat\n\n"
         "@hookimpl\ndef register_formats(register):\n"
         "    register(OutputFormat('boom', lambda rows, precision: 1 / 0))\n"
         "    register(OutputFormat('trec', lambda rows, precision: ''))\n"

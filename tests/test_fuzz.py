@@ -74,7 +74,7 @@ def test_unmutated_seeds_evaluate_cleanly(tmp_path):
 TRUTH = (DATA / "htbg-toy" / "truth.json").read_bytes()
 PREDICTION = (DATA / "htbg-toy" / "prediction.json").read_bytes()
 EVALUATE_JSON = 'rankeval.evaluate(d / "truth.json", d / "prediction.json", ["hTBG@h=3"])'
-JSON_TO_TREC = 'rankeval.convert.json_to_trec(d / "truth.json", d / "prediction.json")'
+JSON_TO_TREC = 'rankeval.io.convert.json_to_trec(d / "truth.json", d / "prediction.json")'
 
 
 def _json(prediction: bytes, call: str = EVALUATE_JSON) -> Case:

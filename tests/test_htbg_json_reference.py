@@ -205,7 +205,7 @@ def test_null_labels_leave_the_ranking_and_convert_keeps_them(tmp_path):
     ours = score(tmp_path, truth, prediction, "hTBG@60")
     # 'a' is not read at all: 'b' is reached at time 0 and gains fully
     assert ours["q"] == pytest.approx(GAIN, rel=1e-12)
-    from rankeval.convert import json_to_trec, trec_to_json
+    from rankeval.io.convert import json_to_trec, trec_to_json
 
     qrels_text, run_text = json_to_trec(tmp_path / "truth.json", tmp_path / "prediction.json")
     assert "q 0 a 0 exclude=1" in qrels_text.splitlines()

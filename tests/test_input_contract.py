@@ -2,7 +2,7 @@
 and from the command line (exit 1, ``rankeval: error: <file>:<line>: ...``, no traceback,
 no output file), and the readers' costs stay bounded (long lines, decompression bombs,
 memory exhaustion, long ids). What each class is: ``docs/formats.md`` and the docstring of
-:mod:`rankeval.io`."""
+:mod:`rankeval.io.trec`."""
 
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ import pytest
 from typer.testing import CliRunner
 
 import rankeval
-from rankeval import inputs
 from rankeval.cli.app import app
 from rankeval.errors import InputError, RankevalError, ResourceError
-from rankeval.io import MAX_LINE, parse_run
-from rankeval.ranked import check_duplicates
+from rankeval.io import inputs
+from rankeval.io.trec import MAX_LINE, parse_run
+from rankeval.ranking.duplicates import check_duplicates
 
 QRELS = b"1 0 d1 1\n1 0 d2 0\n1 0 d3 2\n2 0 d4 1\n"
 RUN = b"1 Q0 d1 1 3.0 tag\n1 Q0 d2 2 2.0 tag\n1 Q0 d3 3 1.0 tag\n2 Q0 d4 1 1.0 tag\n"
@@ -444,7 +444,7 @@ def test_memory_exhaustion(tmp_path: Path, monkeypatch, error: type[Exception], 
 def test_gzip_run_takes_the_fast_path(tmp_path: Path, monkeypatch) -> None:
     """A gzipped clean run streams into pyarrow's CSV reader (its memory stays that of the
     uncompressed run) instead of being decompressed whole and split in Python."""
-    from rankeval import io
+    from rankeval.io import trec as io
 
     path = tmp_path / "r.gz"
     path.write_bytes(gzip.compress(RUN * 3000))

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 
 import rankeval
-from rankeval import fast_run
-from rankeval import io as rio
-from rankeval.data import Run
 from rankeval.errors import InputError
+from rankeval.io import fast_run
+from rankeval.io import trec as rio
+from rankeval.io.data import Run
 
 DATA = Path(__file__).parent / "data"
 TE = DATA / "trec_eval"

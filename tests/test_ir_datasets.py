@@ -12,8 +12,8 @@ from ir_datasets.formats import TrecQrels
 from ir_datasets.util import LocalDownload
 
 import rankeval
-from rankeval.data import Qrels
 from rankeval.errors import InputError
+from rankeval.io.data import Qrels
 
 DATA = Path(__file__).parent / "data" / "dl-hard"
 DATASET_ID = "rankeval-test/dl-hard-local"

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 import rankeval
 from rankeval.cli.app import app
 from rankeval.errors import OutputError, UsageError
-from rankeval.outputs import check_outputs, write_output, write_outputs
+from rankeval.report.outputs import check_outputs, write_output, write_outputs
 
 QRELS = "1 0 a 1\n1 0 b 0\n2 0 x 1\n"
 RUN = "1 Q0 a 1 3 t\n1 Q0 b 2 2 t\n2 Q0 x 1 5 t\n"
@@ -305,14 +305,14 @@ def test_debug_shows_the_plugin_traceback(files, tmp_path: Path, monkeypatch) ->
 
 def test_unexpected_exception_is_one_line(files, monkeypatch) -> None:
     """A bug (any exception outside the RankevalError family) is reported, not traced."""
-    import rankeval.engine
+    import rankeval.engine.evaluation
 
     q, r = files
 
     def bug(*args, **kwargs):
         raise KeyError("a bug")
 
-    monkeypatch.setattr(rankeval.engine, "evaluate_results", bug)
+    monkeypatch.setattr(rankeval.engine.evaluation, "evaluate_results", bug)
     result = invoke([q, r, "-m", "AP"])
     assert result.exit_code == 1
     assert "Traceback" not in result.output
@@ -321,14 +321,14 @@ def test_unexpected_exception_is_one_line(files, monkeypatch) -> None:
 
 
 def test_memory_error_is_one_line(files, monkeypatch) -> None:
-    import rankeval.data
+    import rankeval.io.data
 
     q, r = files
 
     def exhausted(*args, **kwargs):
         raise MemoryError
 
-    monkeypatch.setattr(rankeval.data.Qrels, "read", exhausted)
+    monkeypatch.setattr(rankeval.io.data.Qrels, "read", exhausted)
     result = invoke([q, r, "-m", "AP"])
     assert result.exit_code == 1
     assert "Traceback" not in result.output

@@ -12,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 import rankeval
-from rankeval import hookspecs
 from rankeval.cli.app import app
 from rankeval.errors import PluginError, SpecError
-from rankeval.plugins import load_registry
+from rankeval.measures import hookspecs
+from rankeval.measures.plugins import load_registry
 
 QRELS = "1 0 a 1\n1 0 b 0\n1 0 c 2\n2 0 x 1\n2 0 y 1\n3 0 z 1\n"
 RUN = "1 Q0 a 1 3 t\n1 Q0 b 2 2 t\n1 Q0 c 3 1 t\n2 Q0 y 1 5 t\n2 Q0 w 2 4 t\n"

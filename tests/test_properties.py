@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from strategies import qrels_and_run
 
 import rankeval
-from rankeval.data import Qrels, Run
+from rankeval.io.data import Qrels, Run
 
 TREC = {
     "map": "AP(rel={l})",

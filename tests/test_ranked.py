@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rankeval.data import Qrels, Run
-from rankeval.ranked import Alignment
+from rankeval.io.data import Qrels, Run
+from rankeval.ranking.alignment import Alignment
 
 
 @pytest.fixture

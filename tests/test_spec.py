@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 from rankeval.errors import SpecError, UsageError
-from rankeval.measure import Duration, Measure
-from rankeval.plugins import load_registry
+from rankeval.measures.base import Duration, Measure
+from rankeval.measures.plugins import load_registry
 from rankeval.spec import MeasureSpec, Value, parse_spec, parse_specs
 
 # one registry for the whole module (loading is cheap, but there is no need to repeat it)

@@ -1,4 +1,4 @@
-"""Significance tests, corrections and intervals (rankeval.stats) against scipy, statsmodels,
+"""Significance tests, corrections and intervals (rankeval.comparison.stats) against scipy, statsmodels,
 straightforward loop implementations with the same random draws, and exact distributions."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from rankeval import stats
+from rankeval.comparison import stats
 from rankeval.errors import UsageError
 
 multitest = pytest.importorskip("statsmodels.stats.multitest")

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 import rankeval
 from rankeval.cli.app import app
 from rankeval.errors import InputError, RankevalWarning, UsageError
-from rankeval.plugins import DEFAULT_PLUGINS, load_registry
+from rankeval.measures.plugins import DEFAULT_PLUGINS, load_registry
 
 CLEF = Path(__file__).parent / "data" / "clef-tar"
 QRELS = {kind: CLEF / f"full.test.dta.{kind}.2019.qrels.gz" for kind in ("abs", "content")}

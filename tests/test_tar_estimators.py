@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 import rankeval
 from rankeval.cli.app import app
-from rankeval.data import Qrels, Run
 from rankeval.errors import InputError, RankevalWarning
+from rankeval.io.data import Qrels, Run
 
 
 def evaluate(qrels, run, specs) -> dict[tuple[str, str], float]:

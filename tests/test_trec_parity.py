@@ -21,7 +21,7 @@ from reference import (
 )
 
 import rankeval
-from rankeval.report import format_results
+from rankeval.report.formats import format_results
 
 DATA = Path(__file__).parent / "data"
 TE = DATA / "trec_eval"

@@ -35,7 +35,7 @@ from rankeval.errors import InputError, RankevalWarning
 from rankeval.segments import segment_position
 
 if TYPE_CHECKING:
-    from rankeval.ranked import RankedLists
+    from rankeval import RankedLists
 
 SAYED_OARD = (
     "Sayed & Oard, Jointly Modeling Relevance and Sensitivity for Search Among Sensitive "

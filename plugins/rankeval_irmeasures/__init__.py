@@ -50,7 +50,7 @@ from rankeval import Measure, hookimpl, param
 from rankeval.errors import MeasureError, RankevalError, RankevalWarning, SpecError, clip
 
 if TYPE_CHECKING:
-    from rankeval.ranked import RankedLists
+    from rankeval import RankedLists
 
 PLUGIN = "rankeval_irmeasures"
 MAX_CUTOFF = 2**31 - 1

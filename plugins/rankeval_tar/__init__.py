@@ -70,7 +70,7 @@ from .measures import (
 from .view import Screening, screening
 
 if TYPE_CHECKING:
-    from rankeval.report import CompatMode, OutputFormat
+    from rankeval import CompatMode, OutputFormat
 
 __all__ = [
     "MEASURES",
@@ -134,7 +134,7 @@ def resolve_measure(spec: str) -> Measure | None:
 @hookimpl
 def register_formats(register: Callable[[OutputFormat], None]) -> None:
     """``-f clef``: the CLEF TAR evaluator's output layout."""
-    from rankeval.report import OutputFormat
+    from rankeval import OutputFormat
 
     register(OutputFormat("clef", render_clef, "the CLEF TAR evaluator's layout (tar_eval_2018.py)"))
 
@@ -142,7 +142,7 @@ def register_formats(register: Callable[[OutputFormat], None]) -> None:
 @hookimpl
 def register_compat_modes(register: Callable[[CompatMode], None]) -> None:
     """``--compat clef``: the CLEF TAR evaluator's values, layout and duplicate rule."""
-    from rankeval.report import CompatMode
+    from rankeval import CompatMode
 
     register(
         CompatMode(

@@ -20,7 +20,7 @@ from .clef import CLEF, COMPAT_HELP, clef_round, print_rule
 from .view import Screening, screening
 
 if TYPE_CHECKING:
-    from rankeval.ranked import RankedLists
+    from rankeval import RankedLists
 
 __all__ = ["TarMeasure"]
 

@@ -16,7 +16,7 @@ import numpy as np
 from rankeval import Measure
 
 if TYPE_CHECKING:
-    from rankeval.report import Row
+    from rankeval import Row
 
 __all__ = ["CLEF", "COMPAT_HELP", "clef_round", "print_rule", "render_clef", "with_clef"]
 

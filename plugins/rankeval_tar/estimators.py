@@ -17,7 +17,7 @@ from rankeval import Domain
 from .view import screening
 
 if TYPE_CHECKING:
-    from rankeval.ranked import RankedLists
+    from rankeval import RankedLists
 
 __all__ = ["EST_HELP", "LI_KANOULAS", "THOMPSON", "estimates", "hansen_hurwitz", "horvitz_thompson"]
 

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 
 from rankeval import Domain, Measure, param
-from rankeval.measure import format_param_value
 from rankeval.segments import safe_divide
 from rankeval.spec import MeasureSpec, Value
 
@@ -23,7 +22,7 @@ from .estimators import EST_HELP, LI_KANOULAS, THOMPSON, estimates
 from .view import Screening
 
 if TYPE_CHECKING:
-    from rankeval.ranked import RankedLists
+    from rankeval import RankedLists
 
 __all__ = [
     "MEASURES",
@@ -301,7 +300,7 @@ class RecallAt(TarMeasure):
 
     def __str__(self) -> str:
         extra = [
-            f"{i.name}={format_param_value(getattr(self, i.name))}"
+            f"{i.name}={self.param_text(i.name)}"
             for i in self.params()
             if i.name != "p" and getattr(self, i.name) != i.default
         ]

@@ -17,8 +17,8 @@ from rankeval.errors import InputError
 from rankeval.segments import segment_position
 
 if TYPE_CHECKING:
-    from rankeval.data import Run
-    from rankeval.ranked import RankedLists
+    from rankeval import Run
+    from rankeval import RankedLists
 
 __all__ = ["Screening", "screening"]
 
@@ -34,7 +34,7 @@ class Screening:
 
     Line arrays (``(m,)``, grouped by topic, file order within a topic) hold the lines kept
     (documents labelled 3 or more dropped); topic arrays are ``(Q,)``, indexed like the
-    topics of the :class:`~rankeval.ranked.RankedLists`.
+    topics of the :class:`~rankeval.ranking.ranked_lists.RankedLists`.
 
     Attributes:
         q: topic index of each line.

@@ -25,7 +25,7 @@ from rankeval.errors import InputError
 from rankeval.segments import safe_divide, segment_exclusive_sum, segment_grid, segment_position
 
 if TYPE_CHECKING:
-    from rankeval.ranked import RankedLists
+    from rankeval import RankedLists
 
 SMUCKER_CLARKE = "Smucker & Clarke, Time-based calibration of effectiveness measures, SIGIR 2012"
 SHING = "Shing, Resnik & Oard, A Prioritization Model for Suicidality Risk Assessment, ACL 2020"

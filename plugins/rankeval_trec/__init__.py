@@ -21,7 +21,7 @@ from rankeval import Domain, Measure, hookimpl, param
 from rankeval.segments import safe_divide, segment_cumsum
 
 if TYPE_CHECKING:
-    from rankeval.ranked import RankedLists
+    from rankeval import RankedLists
 
 TREC_EVAL = "trec_eval 9.0.8 (github usnistgov/trec_eval)"
 _REL = "minimum relevance grade counted as relevant (trec_eval -l)"
@@ -343,7 +343,7 @@ def register_measures(register: Callable[[type[Measure]], None]) -> None:
 # Subclasses (which may compute something else) get neither: ``type(measure)`` must be one of
 # these classes.
 if TYPE_CHECKING:
-    from rankeval.random_ranking import Candidates, RandomModel, Sampler
+    from rankeval import Candidates, RandomModel, Sampler
 
 _EXACT: tuple[type[Measure], ...] = (AP, P, R, RR, NDCG, Success, Rprec, Judged, NumRet, NumRel, NumRelRet)
 
@@ -505,7 +505,7 @@ def random_model(measure: Measure) -> RandomModel | None:
     """The closed forms of the classic measures under a random ordering (not of subclasses)."""
     from functools import partial
 
-    from rankeval.random_ranking import RandomModel
+    from rankeval import RandomModel
 
     if type(measure) not in _EXACT:
         return None

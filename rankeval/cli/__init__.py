@@ -2,6 +2,8 @@
 
 ``rankeval QRELS RUN [RUN ...] -m SPEC`` runs the default ``evaluate`` command; ``rankeval
 measures`` and ``rankeval plugins`` list the catalogue. Heavy imports happen inside commands.
+
+May import: any part of rankeval (it is the top of the one-way flow); nothing imports it.
 """
 
 from __future__ import annotations

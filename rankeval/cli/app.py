@@ -32,7 +32,7 @@ from rankeval.cli.common import (
 from rankeval.cli.compare import compare_cmd
 from rankeval.errors import RankevalError, UsageError
 from rankeval.options import check_choice
-from rankeval.report import FORMATS as BUILTIN_FORMATS
+from rankeval.report.formats import FORMATS as BUILTIN_FORMATS
 
 
 class _DefaultGroup(TyperGroup):
@@ -82,7 +82,7 @@ def _choices_help(registry: Any) -> dict[str, str]:
     formats: list[str] = list(BUILTIN_FORMATS)
     modes: dict[str, Any] = {}
     if registry is not None:
-        from rankeval.report import compat_modes, output_formats
+        from rankeval.report.formats import compat_modes, output_formats
 
         formats = output_formats(registry)
         modes = {name: mode for name, (_, mode) in compat_modes(registry).items()}
@@ -102,7 +102,7 @@ class _EvaluateCommand(TyperCommand):
     installed plugins."""
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
-        from rankeval.plugins import load_registry
+        from rankeval.measures.plugins import load_registry
 
         try:
             helps = _choices_help(load_registry())
@@ -207,21 +207,21 @@ def evaluate_cmd(
         registry, fmt = _compat_and_format(compat, fmt, [*p, *plugin])
         require_measures(measure, "; `rankeval measures` lists them")
         digits = precision_of(p, precision)
-        from rankeval.outputs import check_outputs
-        from rankeval.report import format_results
+        from rankeval.report.formats import format_results
+        from rankeval.report.outputs import check_outputs
 
         check_outputs([("-o", output)], [qrels, *runs, docinfo])
         if registry is None:
             registry = cli_registry([*p, *plugin])
         measures = parse_measures(registry, measure)
-        from rankeval.engine import ENGINES, evaluate_results
+        from rankeval.engine.evaluation import ENGINES, evaluate_results
 
         check_choice("--engine", engine, ENGINES)
         options = eval_options(no_missing_zero, nest_sep, max_docs, on_duplicate, docinfo, compat)
         qrels_obj, options = read_qrels(qrels, options)
         dask_options = None
         if engine == "dask":
-            from rankeval.distributed import DaskOptions
+            from rankeval.engine.distributed import DaskOptions
 
             if workers < 1:
                 raise UsageError("--workers must be at least 1")
@@ -251,7 +251,7 @@ def _compat_and_format(compat: str, fmt: str | None, plugin_opts: list[str]) -> 
     registry = None
     mode = None
     if compat != "none":
-        from rankeval.report import compat_modes
+        from rankeval.report.formats import compat_modes
 
         registry = cli_registry(plugin_opts)
         modes = compat_modes(registry)
@@ -260,7 +260,7 @@ def _compat_and_format(compat: str, fmt: str | None, plugin_opts: list[str]) -> 
         mode = modes[compat][1]
     fmt = fmt or (mode.format if mode is not None and mode.format else "trec")
     if fmt not in BUILTIN_FORMATS:
-        from rankeval.report import output_formats
+        from rankeval.report.formats import output_formats
 
         if registry is None:
             registry = cli_registry(plugin_opts)
@@ -301,8 +301,8 @@ def plugins_cmd(p: PluginOption = [], debug: DebugOption = False) -> None:  # no
 
 
 def _list_plugins(registry: Any) -> None:
-    from rankeval.plugins import hook_impls
-    from rankeval.report import compat_modes, plugin_formats
+    from rankeval.measures.plugins import hook_impls
+    from rankeval.report.formats import compat_modes, plugin_formats
 
     formats = {fmt: plugin for fmt, (plugin, _) in plugin_formats(registry).items()}
     modes = {mode: plugin for mode, (plugin, _) in compat_modes(registry).items()}
@@ -342,8 +342,9 @@ def convert_cmd(
 ) -> None:
     """Convert between the hTBG reference's JSON files and nested TREC qrels/run files, or
     TREC files to Parquet for the Dask engine."""
-    from rankeval.convert import json_to_trec, to_parquet, trec_to_json
-    from rankeval.outputs import check_outputs, write_outputs
+    from rankeval.engine.dask_io import to_parquet
+    from rankeval.io.convert import json_to_trec, trec_to_json
+    from rankeval.report.outputs import check_outputs, write_outputs
 
     with handled(debug):
         check_outputs([("QRELS_OUT", qrels_out), ("RUN_OUT", run_out)], [qrels_in, run_in])

@@ -32,7 +32,7 @@ from rankeval.errors import RankevalError, RankevalWarning, UsageError
 from rankeval.options import EvalOptions
 
 if TYPE_CHECKING:
-    from rankeval.data import Qrels, Run
+    from rankeval.io.data import Qrels, Run
 
 __all__ = [
     "DebugOption",
@@ -171,9 +171,9 @@ def warnings_to_stderr() -> Iterator[None]:
 
 
 def emit(text: str | bytes, output: str | Path | None) -> None:
-    """Write the results to *output* (safely, :func:`rankeval.outputs.write_output`) or to
+    """Write the results to *output* (safely, :func:`rankeval.report.outputs.write_output`) or to
     standard output."""
-    from rankeval.outputs import write_output, write_stdout
+    from rankeval.report.outputs import write_output, write_stdout
 
     if output is not None:
         write_output(output, text)
@@ -199,7 +199,7 @@ def split_p(values: list[str]) -> tuple[int | None, list[str], list[str]]:
 def cli_registry(plugin_opts: list[str]) -> Any:
     """The registry of the built-in, entry-point and ``-p``/``--plugin`` plugins; each broken
     plugin is one ``rankeval: warning:`` line."""
-    from rankeval.plugins import load_registry
+    from rankeval.measures.plugins import load_registry
 
     _, plugins, blocked = split_p(plugin_opts)
     registry = load_registry(plugins, blocked=blocked)
@@ -210,7 +210,7 @@ def cli_registry(plugin_opts: list[str]) -> Any:
 
 def precision_of(p: list[str], precision: int | None) -> int | None:
     """The decimals to print: ``--precision``, else a number given to ``-p`` (checked)."""
-    from rankeval.report import check_precision
+    from rankeval.report.formats import check_precision
 
     digits, _, _ = split_p(p)
     digits = precision if precision is not None else digits
@@ -254,7 +254,7 @@ def read_qrels(qrels: str, options: EvalOptions) -> tuple[Qrels, EvalOptions]:
     it (so that the library does not apply it again)."""
     from dataclasses import replace
 
-    from rankeval.data import Qrels
+    from rankeval.io.data import Qrels
 
     qrels_obj = Qrels.read(qrels)
     if options.docinfo is not None:
@@ -263,8 +263,8 @@ def read_qrels(qrels: str, options: EvalOptions) -> tuple[Qrels, EvalOptions]:
 
 
 def read_runs(runs: list[str]) -> list[Run]:
-    """The runs, read once and named uniquely (:func:`rankeval.engine.as_runs`)."""
-    from rankeval.data import Run
-    from rankeval.engine import as_runs
+    """The runs, read once and named uniquely (:func:`rankeval.engine.evaluation.as_runs`)."""
+    from rankeval.engine.evaluation import as_runs
+    from rankeval.io.data import Run
 
     return as_runs([Run.read(r) for r in runs])

@@ -1,4 +1,4 @@
-"""The ``compare`` command: a thin layer over :func:`rankeval.comparison.compare`."""
+"""The ``compare`` command: a thin layer over :func:`rankeval.comparison.compare.compare`."""
 
 from __future__ import annotations
 
@@ -166,9 +166,9 @@ def compare_cmd(
             raise UsageError("--curve writes a plot: give --plot DIR")
         require_measures(measure)
         digits = precision_of(p, precision)
-        from rankeval.comparison import compare
-        from rankeval.curves import expand_template, parameter_curve
-        from rankeval.outputs import check_outputs
+        from rankeval.comparison.compare import compare
+        from rankeval.comparison.curves import expand_template, parameter_curve
+        from rankeval.report.outputs import check_outputs
 
         check_outputs([("-o", output), ("--plot", plot)], [qrels, *runs, docinfo])
         options = eval_options(no_missing_zero, nest_sep, max_docs, on_duplicate, docinfo)

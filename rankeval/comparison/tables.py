@@ -1,0 +1,290 @@
+"""Text renderings of a comparison of runs: one line per row (``trec``), delimited rows
+(``tsv``, ``csv``), objects (``json``, ``jsonl``) and the paper tables (``markdown``,
+``latex``) with their significance markers and legend. :class:`~rankeval.comparison.compare.Comparison`
+exposes them as :meth:`~rankeval.comparison.compare.Comparison.format`,
+:meth:`~rankeval.comparison.compare.Comparison.to_markdown` and
+:meth:`~rankeval.comparison.compare.Comparison.to_latex`.
+
+May import: numpy, :mod:`rankeval.errors`, :mod:`rankeval.options` (the choices),
+:mod:`rankeval.comparison.data` (the numbers),
+:mod:`rankeval.comparison.significance` (the names of tests and corrections), :mod:`rankeval.report.formats`
+(value formatting, LaTeX escapes). Not :mod:`rankeval.comparison.compare`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from rankeval.comparison.data import ALL, COLUMNS, RANDOM, ComparisonData
+from rankeval.comparison.significance import CORRECTION_NAMES, TEST_NAMES
+from rankeval.errors import UsageError
+from rankeval.options import FORMATS, SPREADS
+from rankeval.report.formats import TEX_ESCAPES, check_precision, format_value
+
+__all__ = ["FORMATS", "SPREADS", "paper_table", "render"]
+
+
+def render(
+    cmp: ComparisonData,
+    fmt: str = "trec",
+    *,
+    per_query: bool = False,
+    precision: int | None = None,
+    spread: str | None = None,
+) -> str:
+    """*cmp* in format *fmt*; see :meth:`rankeval.comparison.compare.Comparison.format`."""
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    check_precision(precision)
+    if fmt in ("markdown", "latex"):
+        return paper_table(cmp, fmt, spread, 4 if precision is None else precision)
+    rows = cmp.records(per_query)
+    if fmt == "trec":
+        return _trec(cmp, rows, 4 if precision is None else precision)
+    if fmt in ("json", "jsonl"):
+        import json
+
+        objs = [{k: _json(v, precision) for k, v in row.items()} for row in rows]
+        if fmt == "json":
+            return json.dumps(objs, indent=1) + "\n"
+        return "".join(json.dumps(o) + "\n" for o in objs)
+    import csv
+    import io
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for row in rows:
+        writer.writerow([_cell(cmp, k, row, precision) for k in COLUMNS])
+    return buf.getvalue()
+
+
+def _is_int(cmp: ComparisonData, measure: str, query_id: str) -> bool:
+    return measure in cmp.integer_measures or (query_id != ALL and measure in cmp.whole_measures)
+
+
+def _cell(cmp: ComparisonData, key: str, row: dict[str, Any], precision: int | None) -> str:
+    v = row[key]
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return format_value(v, key == "value" and _is_int(cmp, row["measure"], row["query_id"]), precision)
+    return str(v)
+
+
+def _trec(cmp: ComparisonData, rows: list[dict[str, Any]], precision: int) -> str:
+    width = max([22, *(len(m) for m in cmp.measures)])
+    lines = []
+    for row in rows:
+        value = format_value(row["value"], _is_int(cmp, row["measure"], row["query_id"]), precision)
+        text = f"{row['run']}\t{row['measure']:<{width}}\t{row['query_id']}\t{value}"
+        if row["baseline"] is not None and row["query_id"] == ALL:
+            text += "\t" + "\t".join(
+                [
+                    f"vs {row['baseline']}",
+                    _signed(row["difference"], precision),
+                    "p=" + format_value(_nan(row["p_value"]), False, precision),
+                    "p_adj=" + format_value(_nan(row["p_adjusted"]), False, precision),
+                ]
+            )
+            if row["significant"]:
+                text += "\t*"
+        elif row["baseline"] is not None and row["difference"] is not None:
+            text += f"\tvs {row['baseline']}\t{_signed(row['difference'], precision)}"
+        lines.append(text)
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+# ------------------------------------------------------------------------------ paper tables
+def paper_table(cmp: ComparisonData, fmt: str, spread: str | None, precision: int) -> str:
+    """The paper table of *cmp* in ``"markdown"`` or ``"latex"``; see
+    :meth:`rankeval.comparison.compare.Comparison.to_markdown` and
+    :meth:`rankeval.comparison.compare.Comparison.to_latex`."""
+    spread = spread or "none"
+    if spread not in SPREADS:
+        raise UsageError(f"unknown spread {spread!r}; expected one of {', '.join(SPREADS)}")
+    tex = fmt == "latex"
+    letters = _letters(len(cmp.runs)) if cmp.pair_mode == "all" else []
+
+    def esc(s: str) -> str:
+        return s.translate(TEX_ESCAPES) if tex else s.replace("|", "\\|")
+
+    body = _body(cmp, tex, spread, precision, letters, esc)
+    head = ["run", *(esc(m) for m in cmp.measures)]
+    legend = _legend(cmp, spread, tex, letters)
+    if not tex:
+        lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * len(cmp.measures)]
+        lines += ["| " + " | ".join(row) + " |" for row in body]
+        return "\n".join(lines) + "\n\n" + legend + "\n"
+    spec = "l" + "r" * len(cmp.measures)
+    lines = [
+        "\\begin{table}",
+        "\\centering",
+        f"\\begin{{tabular}}{{{spec}}}",
+        "\\toprule",
+        " & ".join(head) + " \\\\",
+        "\\midrule",
+    ]
+    for r, row in enumerate(body):
+        if cmp.runs[r] == RANDOM and cmp.random is not None and r > 0:
+            lines.append("\\midrule")
+        lines.append(" & ".join(row) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{legend}}}", "\\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def _body(
+    cmp: ComparisonData,
+    tex: bool,
+    spread: str,
+    precision: int,
+    letters: list[str],
+    esc: Callable[[str], str],
+) -> list[list[str]]:
+    """The cells of the paper table's rows: the run's label, then per measure its value (the
+    best in bold), its markers and its spread."""
+    ref = cmp.runs.index(cmp.baseline)
+    marks = _markers(cmp, letters)
+    shown = np.array(
+        [
+            [
+                format_value(cmp.aggregate[r, m], m_ in cmp.integer_measures, precision)
+                for m, m_ in enumerate(cmp.measures)
+            ]
+            for r in range(len(cmp.runs))
+        ],
+        dtype=object,
+    )
+    best = []
+    for m in range(len(cmp.measures)):
+        finite = [float(v) for v in shown[:, m] if v != "nan"]
+        best.append(max(finite) if finite else math.nan)
+    body = []
+    for r, run in enumerate(cmp.runs):
+        label = esc(run)
+        if letters:
+            label = f"({letters[r]}) {label}"
+        elif r == ref:
+            label += " (baseline)"
+        cells = [label]
+        for m in range(len(cmp.measures)):
+            text = shown[r, m]
+            if text != "nan" and float(text) == best[m]:
+                text = f"\\textbf{{{text}}}" if tex else f"**{text}**"
+            mark = marks[r][m]
+            if mark:
+                if tex:
+                    sym = {"†": "\\dag", "‡": "\\ddag"}.get(mark, mark)
+                    text += f"\\textsuperscript{{{sym}}}"
+                else:
+                    text += mark if mark in ("†", "‡") else f"<sup>{mark}</sup>"
+            if spread != "none":
+                s = cmp.std[r, m] if spread == "std" else cmp.se[r, m]
+                if not math.isnan(s):
+                    text += (" $\\pm$ " if tex else " ± ") + format_value(float(s), False, precision)
+            cells.append(text)
+        body.append(cells)
+    return body
+
+
+def _markers(cmp: ComparisonData, letters: list[str]) -> list[list[str]]:
+    """Per run and measure: ``†``/``‡`` (significantly better/worse than the baseline),
+    or, with all pairs, the letters of the runs it is significantly better than."""
+    sig = cmp.significant
+    out: list[list[Any]] = [[[] for _ in cmp.measures] for _ in cmp.runs]
+    for m in range(len(cmp.measures)):
+        for p, (r, b) in enumerate(cmp.pairs):
+            if not sig[m, p]:
+                continue
+            diff = cmp.difference[m, p]
+            if letters:
+                winner, loser = (r, b) if diff > 0 else (b, r)
+                out[winner][m].append(letters[loser])
+            else:
+                out[r][m].append("†" if diff > 0 else "‡")
+    if letters:
+        return [[",".join(sorted(c)) for c in row] for row in out]
+    return [["".join(c) for c in row] for row in out]
+
+
+def _legend(cmp: ComparisonData, spread: str, tex: bool, letters: list[str]) -> str:
+    def esc(s: str) -> str:
+        return s.translate(TEX_ESCAPES) if tex else s
+
+    alpha = f"$\\alpha$ = {cmp.alpha:g}" if tex else f"α = {cmp.alpha:g}"  # noqa: RUF001
+    test = TEST_NAMES[cmp.test]
+    if cmp.test in ("bootstrap", "randomization"):
+        test += f", {cmp.samples:,} resamples"
+    family = "per measure" if cmp.family == "measure" else "over all comparisons"
+    how = f"{test}, two-sided, {CORRECTION_NAMES[cmp.correction]}"
+    if cmp.correction != "none":
+        how += f" {family}"
+    how += f", {alpha}"
+    parts = ["Best value per measure in bold."]
+    if letters:
+        parts.append(
+            f"Superscript letters: significantly better than the run with that letter ({esc(how)})."
+            if not tex
+            else f"Superscript letters: significantly better than the run with that letter ({how})."
+        )
+    else:
+        dag = "\\dag{} / \\ddag{}" if tex else "† / ‡"
+        parts.append(f"{dag}: significantly better / worse than {esc(cmp.baseline)} ({how}).")
+    if spread == "std":
+        parts.append(("$\\pm$" if tex else "±") + " standard deviation over queries.")
+    elif spread == "se":
+        sqrt = "$\\sqrt{n}$" if tex else "√n"
+        parts.append(
+            ("$\\pm$" if tex else "±") + f" standard error of the mean (std / {sqrt}; for random: "
+            "its standard deviation over random orderings)."
+        )
+    if cmp.random is not None:
+        rb = cmp.random
+        kind = (
+            "exact"
+            if rb.exact.all()
+            else (
+                "Monte Carlo" if not rb.exact.any() else "exact where a closed form exists, else Monte Carlo"
+            )
+        )
+        parts.append(
+            f"random: expected value under a uniformly random ordering of the documents "
+            f"{esc(rb.source)} retrieved ({kind}; spread over {rb.samples:,} random orderings)."
+        )
+    return " ".join(parts)
+
+
+def _nan(v: float | None) -> float:
+    return math.nan if v is None else v
+
+
+def _json(v: Any, precision: int | None) -> Any:
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return None  # JSON has no NaN or infinity (an infinite Cohen's d: zero spread)
+        return round(v, precision) if precision is not None else v
+    return v
+
+
+def _signed(v: float | None, precision: int) -> str:
+    if v is None or math.isnan(v):
+        return "nan"
+    return f"{v:+.{precision}f}"
+
+
+def _letters(n: int) -> list[str]:
+    out = []
+    for i in range(n):
+        s = ""
+        i += 1
+        while i:
+            i, rem = divmod(i - 1, 26)
+            s = chr(ord("a") + rem) + s
+        out.append(s)
+    return out

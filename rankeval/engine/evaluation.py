@@ -1,0 +1,399 @@
+"""The engine: (qrels, runs, measures) → a long result table.
+
+For each run the qrels and the run are aligned once (:class:`~rankeval.ranking.alignment.Alignment`);
+each measure reads the ranked lists of its nesting level and returns one value per query;
+values of nested sub-queries are averaged per query; the aggregate row (``query_id ==
+"all"``) is the measure's own aggregate (mean by default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rankeval.engine.scoring import aggregate_lists, evaluate_measure, measure_plugins
+from rankeval.errors import PluginError, ResourceError, UsageError
+from rankeval.io.data import Qrels, Run, as_qrels, as_run
+from rankeval.measures.base import Measure
+from rankeval.options import EvalOptions, eval_options
+from rankeval.ranking.alignment import Alignment
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from rankeval.engine.distributed import DaskOptions
+    from rankeval.measures.registry import Registry
+
+ENGINES = ("local", "dask")
+
+__all__ = ["ALL", "Results", "as_runs", "evaluate", "evaluate_results", "resolve_measures"]
+
+ALL = "all"
+COLUMNS = ["run", "query_id", "measure", "value"]
+
+
+def resolve_measures(
+    measures: str | Measure | Iterable[str | Measure], registry: Registry | None = None
+) -> list[Measure]:
+    """Measures from specs (``"AP nDCG@10"``, ``["AP", "P@5"]``) or measure objects,
+    without duplicates, in the order given."""
+    if isinstance(measures, (str, Measure)):
+        measures = [measures]
+    elif not isinstance(measures, Iterable):
+        raise UsageError(f"measures must be a spec, a Measure or a list of them, not {measures!r}")
+    out: list[Measure] = []
+    for m in measures:
+        if isinstance(m, str):
+            if registry is None:
+                from rankeval.measures.plugins import load_registry
+
+                registry = load_registry()
+            out.extend(registry.parse_many(m))
+        elif isinstance(m, Measure):
+            out.append(m)
+        else:
+            raise UsageError(f"not a measure or measure spec: {m!r}")
+    seen: set[str] = set()
+    unique = []
+    for m in out:
+        if str(m) not in seen:
+            seen.add(str(m))
+            unique.append(m)
+    if not unique:
+        raise UsageError("no measures given")
+    return unique
+
+
+def _frame_types() -> tuple[type, ...]:
+    """``(pandas.DataFrame,)`` if pandas is loaded (a DataFrame implies it is), else ``()``."""
+    import sys
+
+    pd = sys.modules.get("pandas")
+    return (pd.DataFrame,) if pd is not None else ()
+
+
+def as_runs(runs: Any) -> list[Run]:
+    """Runs from one run (path, DataFrame, ``{qid: {doc: score}}``, :class:`Run`), a list of
+    them, or a ``{name: run}`` mapping. Names must be unique."""
+    single = (str, Path, Run, *_frame_types())
+    if isinstance(runs, single):
+        out = [as_run(runs)]
+    elif isinstance(runs, Mapping):
+        values = list(runs.values())
+        if values and all(isinstance(v, single) for v in values):
+            out = [as_run(v, str(k)) for k, v in runs.items()]
+        else:
+            out = [as_run(runs)]
+    elif isinstance(runs, Sequence):
+        out = [as_run(r) for r in runs]
+    else:
+        out = [as_run(runs)]
+    if not out:
+        raise UsageError("no runs given; expected a run (a path, a DataFrame, a dict) or a list of them")
+    names = [r.name for r in out]
+    for name in {n for n in names if names.count(n) > 1}:
+        # same file name in different folders: name those runs by their tag column (as
+        # trec_eval prints it) when that tells them apart, else by their path
+        group = [i for i, r in enumerate(out) if r.name == name]
+        sources = [out[i].source for i in group]
+        if None in sources or len(set(sources)) != len(sources):
+            continue  # the same file twice: an error below
+        tags = [_single_tag(out[i]) for i in group]
+        use_tags = None not in tags and len(set(tags)) == len(tags)
+        for i, tag, source in zip(group, tags, sources, strict=True):
+            out[i] = as_run(out[i], tag if use_tags else source)
+    names = [r.name for r in out]
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise UsageError(f"several runs are named {', '.join(dup)}; give unique names")
+    return out
+
+
+def _single_tag(run: Run) -> str | None:
+    tags = run.table.column("tag").unique().to_pylist() if run.table.num_rows else []
+    return str(tags[0]) if len(tags) == 1 else None
+
+
+def evaluate(
+    qrels: Any,
+    runs: Any,
+    measures: str | Measure | Iterable[str | Measure],
+    *,
+    options: EvalOptions | None = None,
+    missing_zero: bool = True,
+    nest_sep: str | None = "/",
+    max_docs: int | None = None,
+    on_duplicate: str | None = None,
+    compat: str | None = None,
+    docinfo: str | Path | None = None,
+    engine: str = "local",
+    dask: DaskOptions | None = None,
+    registry: Registry | None = None,
+) -> pd.DataFrame:
+    """Evaluate runs against qrels.
+
+    Args:
+        qrels: a :class:`~rankeval.Qrels`, a path (or ir_datasets id), a DataFrame with
+            ``query_id, doc_id, relevance`` or a ``{query_id: {doc_id: relevance}}`` dict.
+        runs: one run (:class:`~rankeval.Run`, path, DataFrame with ``query_id, doc_id,
+            score``, or ``{query_id: {doc_id: score}}``), a list of runs, or ``{name: run}``.
+        measures: specs (``"AP nDCG@10"``, ``["P@5", "RR(rel=2)"]``) or measure objects.
+        options: the evaluation options (:class:`~rankeval.options.EvalOptions`: missing
+            queries, nesting, ``max_docs``, duplicates, ``docinfo``, ``compat``); or give them
+            one by one as the keyword arguments below (not both).
+        missing_zero: queries in the qrels that a run does not retrieve score 0 and count in
+            the mean (trec_eval ``-c``, the ir_measures default); ``False`` averages over the
+            queries both have.
+        nest_sep: separator of nested item ids (``PARENT/CHILD``); ``None`` disables nesting.
+        max_docs: evaluate only each query's top *max_docs* documents (trec_eval ``-M``).
+        on_duplicate: a (query, doc) pair given twice in a run is an error (``"error"``, as
+            trec_eval), or keeps its ``"first"`` line, or its ``"max"``-scoring line; default
+            ``"error"``, or the rule of the *compat* mode (``"first"`` for ``"clef"``).
+        compat: reproduce another tool's output with a mode a plugin adds
+            (:func:`rankeval.report.formats.compat_modes`; e.g. ``"clef"``, from the TAR plugin: the
+            CLEF TAR evaluator's rounding and aggregation, on every TAR measure); ``None`` or
+            ``"none"``: no mode. Results keep the measure names as given.
+        docinfo: a side file of document attributes (lines ``docno key=value ...``, e.g.
+            ``sens=1`` for CS-DCG or ``cost=120`` for TBG), given to every qrels line of the
+            document in every query; an attribute a judgment gives on its qrels lines wins
+            (:meth:`~rankeval.Qrels.with_docinfo`).
+        engine: ``"local"`` (this process) or ``"dask"``: the same evaluation partitioned by
+            query over a Dask cluster, with identical results (:mod:`rankeval.engine.distributed`);
+            run paths may then be globs of TREC files or Parquet.
+        dask: options of the Dask engine (scheduler address, local workers, memory limit,
+            block size); default :class:`~rankeval.engine.distributed.DaskOptions`.
+        registry: measure registry to resolve specs with (default: all installed plugins).
+
+    Returns:
+        A long DataFrame with columns ``run, query_id, measure, value``: one row per run,
+        query and measure, plus one aggregate row per run and measure with
+        ``query_id == "all"``. Queries appear in sorted order, measures in the order given.
+    """
+    opts = eval_options(
+        options,
+        missing_zero=missing_zero,
+        nest_sep=nest_sep,
+        max_docs=max_docs,
+        on_duplicate=on_duplicate,
+        compat=compat,
+        docinfo=docinfo,
+    )
+    return evaluate_results(
+        qrels, runs, measures, options=opts, engine=engine, dask=dask, registry=registry
+    ).to_frame()
+
+
+@dataclass
+class Results:
+    """Evaluation results as plain columns (what :func:`evaluate` turns into a DataFrame).
+
+    Attributes:
+        rows: ``(run, query_id, measure, value)`` column arrays, in evaluation order: per run,
+            per measure, its queries (sorted) then the ``all`` aggregate.
+        integer_measures: names of count measures (printed without decimals).
+        whole_measures: names of measures whose per-query values are whole numbers (printed
+            without decimals per query; their aggregate is a mean).
+    """
+
+    run: list[np.ndarray] = field(default_factory=list)
+    query_id: list[np.ndarray] = field(default_factory=list)
+    measure: list[np.ndarray] = field(default_factory=list)
+    value: list[np.ndarray] = field(default_factory=list)
+    integer_measures: set[str] = field(default_factory=set)
+    whole_measures: set[str] = field(default_factory=set)
+
+    def add(
+        self, run: str, measure: str, query_ids: np.ndarray, values: np.ndarray, aggregate: float
+    ) -> None:
+        """Append one run's and measure's per-query rows and its ``all`` row."""
+        n = len(query_ids)
+        self.run.append(np.full(n + 1, run, dtype=object))
+        self.query_id.append(np.concatenate([query_ids.astype(object), np.array([ALL], dtype=object)]))
+        self.measure.append(np.full(n + 1, measure, dtype=object))
+        self.value.append(np.concatenate([values.astype(np.float64), [aggregate]]))
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The four columns, concatenated."""
+
+        def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+            return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+        return {
+            "run": cat(self.run, object),
+            "query_id": cat(self.query_id, object),
+            "measure": cat(self.measure, object),
+            "value": cat(self.value, np.float64),
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """A long DataFrame ``run, query_id, measure, value``."""
+        import pandas as pd
+
+        frame = pd.DataFrame(self.columns())
+        frame.attrs["integer_measures"] = sorted(self.integer_measures)
+        frame.attrs["whole_measures"] = sorted(self.whole_measures)
+        return frame
+
+
+def evaluate_results(
+    qrels: Any,
+    runs: Any,
+    measures: str | Measure | Iterable[str | Measure],
+    *,
+    options: EvalOptions | None = None,
+    missing_zero: bool = True,
+    nest_sep: str | None = "/",
+    max_docs: int | None = None,
+    on_duplicate: str | None = None,
+    compat: str | None = None,
+    docinfo: str | Path | None = None,
+    engine: str = "local",
+    dask: DaskOptions | None = None,
+    registry: Registry | None = None,
+) -> Results:
+    """:func:`evaluate` without pandas: the same rows as plain arrays (used by the CLI)."""
+    if engine not in ENGINES:
+        raise UsageError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    if (options.compat if options is not None else compat) not in (None, "none") and registry is None:
+        from rankeval.measures.plugins import load_registry
+
+        registry = load_registry()  # the compat modes come from plugins
+    measure_list = resolve_measures(measures, registry)
+    opts = eval_options(
+        options,
+        missing_zero=missing_zero,
+        nest_sep=nest_sep,
+        max_docs=max_docs,
+        on_duplicate=on_duplicate,
+        compat=compat,
+        docinfo=docinfo,
+    )
+    computed, duplicate_rule = _with_compat(measure_list, opts.compat, opts.on_duplicate, registry)
+    qrels_obj: Qrels = as_qrels(qrels)
+    if opts.docinfo is not None:
+        qrels_obj = qrels_obj.with_docinfo(opts.docinfo)
+    opts = replace(opts, on_duplicate=duplicate_rule, compat=None, docinfo=None)
+    out = Results(
+        integer_measures={str(m) for m in measure_list if m.integer},
+        whole_measures={str(m) for m in measure_list if m.whole and not m.integer},
+    )
+    if engine == "dask":
+        _evaluate_dask(out, qrels_obj, runs, measure_list, computed, opts, dask)
+    else:
+        _evaluate_local(out, qrels_obj, runs, measure_list, computed, opts, registry)
+    return out
+
+
+def _evaluate_local(
+    out: Results,
+    qrels: Qrels,
+    runs: Any,
+    measures: list[Measure],
+    computed: list[Measure],
+    options: EvalOptions,
+    registry: Registry | None,
+) -> None:
+    """Evaluate each run in this process into *out* (*computed*: *measures* as the compat
+    mode computes them; *options*: duplicate rule resolved, docinfo applied)."""
+    plugins = measure_plugins(computed, registry)
+    for run in as_runs(runs):
+        try:
+            alignment = Alignment(
+                qrels,
+                run,
+                nest_sep=options.nest_sep,
+                max_docs=options.max_docs,
+                on_duplicate=options.duplicate_rule,
+            )
+            for measure, as_computed, plugin in zip(measures, computed, plugins, strict=True):
+                view, query_ids, values, index = evaluate_measure(
+                    alignment, as_computed, options.missing_zero, plugin=plugin
+                )
+                aggregate = aggregate_lists(as_computed, view, values, index, plugin)
+                out.add(run.name, str(measure), query_ids, values, aggregate)
+        except MemoryError:
+            raise ResourceError(
+                f"out of memory while evaluating run {run.name} ({len(run):,} lines against "
+                f"{len(qrels):,} judgments): try --engine dask (partitions by query) or a "
+                "machine with more memory"
+            ) from None
+
+
+def _evaluate_dask(
+    out: Results,
+    qrels: Qrels,
+    runs: Any,
+    measures: list[Measure],
+    computed: list[Measure],
+    options: EvalOptions,
+    dask: DaskOptions | None,
+) -> None:
+    """Evaluate each run on the Dask engine (:mod:`rankeval.engine.distributed`) into *out*."""
+    from rankeval.engine.distributed import DaskOptions, evaluate_partitioned
+
+    per_run = evaluate_partitioned(qrels, _dask_runs(runs), computed, dask or DaskOptions(), options)
+    for name, results in per_run:
+        for measure, (query_ids, values, agg) in zip(measures, results, strict=True):
+            out.add(name, str(measure), query_ids, values, agg)
+
+
+def _dask_runs(runs: Any) -> list[tuple[str | Path, Run | None]]:
+    """Runs for the Dask engine: files (and globs) of TREC text or Parquet are read by Dask;
+    anything else (JSON, DataFrames, dicts, Run objects) is read here first."""
+    from rankeval.io import htbg_json
+
+    items = list(runs) if isinstance(runs, Sequence) and not isinstance(runs, str) else [runs]
+    out: list[tuple[str | Path, Run | None]] = []
+    for item in items:
+        if isinstance(item, (str, Path)) and str(item) != "-" and not htbg_json.is_json(item):
+            out.append((item, None))
+        else:
+            for run in as_runs(item):
+                out.append((run.name, run))
+    names = [Path(str(s)).name if r is None else s for s, r in out]
+    if len(set(names)) != len(names):
+        raise UsageError("several runs have the same name; give unique names")
+    return out
+
+
+def _with_compat(
+    measures: list[Measure], compat: str | None, on_duplicate: str | None, registry: Registry | None
+) -> tuple[list[Measure], str]:
+    """The measures as computed in the *compat* mode (a
+    :class:`~rankeval.report.formats.CompatMode` of *registry*'s plugins; an error if it concerns
+    none of them), and the duplicate rule: *on_duplicate*, else the mode's, else ``error``."""
+    if compat is None or compat == "none":
+        return measures, on_duplicate or "error"
+    from rankeval.measures.plugins import load_registry, plugin_guard
+    from rankeval.report.formats import compat_modes
+
+    modes = compat_modes(registry if registry is not None else load_registry())
+    if compat not in modes:
+        raise UsageError(f"unknown compat {compat!r}; expected one of {', '.join(['none', *modes])}")
+    plugin, mode = modes[compat]
+    out: list[Measure] = []
+    found = False
+    for m in measures:
+        try:
+            with plugin_guard(plugin, f"applying compat {compat!r} to {m}"):
+                applied = mode.apply(m)
+        except PluginError as exc:
+            if isinstance(exc.__cause__, (ValueError, TypeError)):  # a parameter the measure refuses
+                raise UsageError(f"compat {compat!r}: {m}: {exc.__cause__}") from None
+            raise
+        if applied is not None:
+            if not isinstance(applied, Measure):
+                raise PluginError(
+                    f"plugin {plugin} applied compat {compat!r} to {m} as {applied!r}, not a Measure"
+                )
+            m, found = applied, True
+        out.append(m)
+    if not found:
+        raise UsageError(
+            f"compat {compat!r}: none of the measures {', '.join(map(str, measures))} has a compat mode"
+        )
+    return out, on_duplicate or mode.on_duplicate or "error"

@@ -1,0 +1,15 @@
+"""Reading inputs: bytes → validated pyarrow tables → :class:`~rankeval.io.data.Qrels` and
+:class:`~rankeval.io.data.Run`.
+
+- :mod:`~rankeval.io.inputs`: opening files, streaming decompression, the one OS-error path;
+- :mod:`~rankeval.io.lines`: splitting bytes into checked lines and columns;
+- :mod:`~rankeval.io.trec`: TREC qrels, runs and docinfo files (the general reader);
+- :mod:`~rankeval.io.fast_run`: the fast path for plain TREC runs;
+- :mod:`~rankeval.io.htbg_json`: the hTBG reference's JSON format;
+- :mod:`~rankeval.io.data`: the ``Qrels`` and ``Run`` objects (files, DataFrames, dicts, Parquet);
+- :mod:`~rankeval.io.convert`: hTBG JSON ↔ nested TREC files.
+
+May import: the foundation modules (:mod:`rankeval.errors`, :mod:`rankeval.options`,
+:mod:`rankeval.spec`, :mod:`rankeval.segments`). Nothing else of rankeval (type-only
+imports for annotations excepted).
+"""

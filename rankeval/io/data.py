@@ -1,0 +1,576 @@
+"""The data model: :class:`Qrels` and :class:`Run`, columnar (pyarrow tables, pandas views).
+
+Both are thin wrappers over a :class:`pyarrow.Table` read by :mod:`rankeval.io.trec` or built from
+a pandas DataFrame or a ``{query_id: {doc_id: value}}`` dict. Ranking, alignment and nesting
+happen later, in :mod:`rankeval.ranking`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rankeval.errors import InputError, RankevalError, UsageError, clip
+from rankeval.io import htbg_json, inputs
+from rankeval.io import trec as io
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+    from rankeval.measures.base import Domain
+
+__all__ = ["Qrels", "Run", "as_qrels", "as_run"]
+
+
+class Qrels:
+    """Relevance judgments: one row per judgment line.
+
+    Columns of :attr:`table`: ``query_id``, ``iteration`` (the assessor), ``doc_id``,
+    ``relevance`` (float64), ``line`` (1-based source line, 0 when not read from a file) and
+    one string column per ``key=value`` attribute (e.g. ``cost``, ``sens``).
+    """
+
+    def __init__(self, table: pa.Table, source: str = "<qrels>") -> None:
+        self.table = table
+        self.source = source
+        # attribute -> [(side file, its line number per row, 0 where the value is not from it)]
+        self._origins: dict[str, list[tuple[str, np.ndarray]]] = {}
+
+    def __repr__(self) -> str:
+        return f"Qrels({self.source!r}, {self.table.num_rows} judgments)"
+
+    def __len__(self) -> int:
+        return int(self.table.num_rows)
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The judgments as a pandas DataFrame."""
+        return self.table.to_pandas()
+
+    @property
+    def attributes(self) -> list[str]:
+        """Names of the ``key=value`` attribute columns."""
+        return [c for c in self.table.column_names if c not in io.RESERVED]
+
+    def with_docinfo(self, source: str | Path) -> Qrels:
+        """These judgments with the attributes of a side file of document attributes.
+
+        The side file has lines ``docno [key=value ...]`` (see
+        :func:`rankeval.io.trec.read_docinfo_table`). Its attributes are query-independent: they
+        go to every qrels line whose ``doc_id`` is the docno, in every query, as if written
+        on that line. **The qrels win:** a judgment (query, document) that gives a key on any
+        of its qrels lines keeps its own value for that key, and no line of it takes the
+        side file's. Documents of the side file that the qrels do not judge are not added.
+
+        Returns:
+            A new :class:`Qrels` (same source name and lines) whose table has the merged
+            attribute columns; :meth:`attribute_origin` tells where each value came from.
+
+        Raises:
+            InputError: the side file cannot be read or has a bad line.
+        """
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        info = io.read_docinfo_table(source)
+        name = io.source_name(source)
+        table = self.table
+        doc = pc.cast(table.column("doc_id"), pa.string())
+        if isinstance(doc, pa.ChunkedArray):
+            doc = doc.combine_chunks()
+        found = pc.index_in(doc, value_set=info.column("doc_id").combine_chunks())
+        side_line = info.column("line").combine_chunks().take(found)
+        side_line = side_line.fill_null(0).to_numpy(zero_copy_only=False)
+        pair: np.ndarray | None = None  # (query, doc) code of each row, made when needed
+        origins = {key: list(v) for key, v in self._origins.items()}
+        for key in info.column_names[2:]:
+            side = info.column(key).combine_chunks().take(found)
+            if key in table.column_names:
+                own = table.column(key)
+                has = own.is_valid().to_numpy(zero_copy_only=False)
+                if pair is None:
+                    pair = _pair_codes(table)
+                given = np.bincount(pair, weights=has, minlength=int(pair.max(initial=-1)) + 1) > 0
+                side = pc.if_else(pa.array(given[pair]), pa.scalar(None, side.type), side)
+                merged = pc.coalesce(own, pc.cast(side, own.type))
+                table = table.set_column(table.column_names.index(key), key, merged)
+            else:
+                table = table.append_column(key, side)
+            used = np.where(side.is_valid().to_numpy(zero_copy_only=False), side_line, 0)
+            origins.setdefault(key, []).append((name, used))
+        out = Qrels(table, self.source)
+        out._origins = origins
+        return out
+
+    def number_attribute(
+        self,
+        key: str,
+        what: str = "",
+        minimum: float | None = None,
+        *,
+        domain: Domain | None = None,
+        expected: str | None = None,
+    ) -> np.ndarray:
+        """Attribute *key* of each row of :attr:`table` as float64 (NaN where a line does not
+        give it), for measures that read numbers such as ``cost=``, ``sens=`` or ``pi=``.
+
+        Args:
+            key: The attribute (``cost`` for ``cost=``).
+            what: What the number is, quoted in the error (``the reading cost``).
+            minimum: The smallest value accepted (``Domain(minimum)``).
+            domain: The values accepted, e.g. ``Domain(0, 1, low_open=True)`` for (0, 1].
+            expected: The error's wording instead of ``expected a number for key= (what),
+                found 'x'``: ``bad key='x': expected <expected>``, followed by the qrels line.
+
+        Raises:
+            InputError: for a value that is not a finite number (or is outside *minimum* or
+                *domain*), naming the file and line it came from (the qrels or a
+                ``--docinfo`` file).
+        """
+        import numpy as np
+        import pyarrow.compute as pc
+
+        if key not in self.table.column_names:
+            return np.full(self.table.num_rows, np.nan)
+        text = self.table.column(key)
+        try:
+            values = pc.cast(text, "float64").to_numpy(zero_copy_only=False)
+            given = text.is_valid().to_numpy(zero_copy_only=False)
+            ok = np.isfinite(values) | ~given
+        except Exception:  # some value is not a number: find it (a Python loop, error path only)
+            strings = text.to_pylist()
+            values, ok = np.full(len(strings), np.nan), np.ones(len(strings), dtype=bool)
+            for i, t in enumerate(strings):
+                if t is not None:
+                    try:
+                        values[i] = float(t)
+                    except ValueError:
+                        ok[i] = False
+            ok &= np.isfinite(values) | np.array([t is None for t in strings])
+        if minimum is not None:
+            ok &= ~(values < minimum)
+        if domain is not None:  # NaN (not given) compares False: never outside
+            with np.errstate(invalid="ignore"):
+                ok &= ~((values <= domain.low) if domain.low_open else (values < domain.low))
+                ok &= ~((values >= domain.high) if domain.high_open else (values > domain.high))
+        if not ok.all():
+            i = int(np.flatnonzero(~ok)[0])
+            source, line = self.attribute_origin(key, i)
+            found = text[i].as_py()
+            if expected is not None:
+                row = " ".join(
+                    str(self.table.column(c)[i].as_py()) for c in ("query_id", "iteration", "doc_id")
+                )
+                echo = f"{row} {self.table.column('relevance')[i].as_py():g} {key}={found}"
+                raise InputError(
+                    f"bad {key}={str(found)!r}: expected {expected}",
+                    source=source,
+                    line=line,
+                    text=echo if source == self.source else None,
+                )
+            kind = f"a number in {domain}" if domain is not None else "a number"
+            kind = "a non-negative number" if minimum == 0 and domain is None else kind
+            about = f" ({what})" if what else ""
+            raise InputError(f"expected {kind} for {key}={about}, found {found!r}", source=source, line=line)
+        return values  # type: ignore[no-any-return]
+
+    def attribute_origin(self, key: str, row: int) -> tuple[str, int | None]:
+        """File name and 1-based line number where attribute *key* of table row *row* was
+        given: the side file's line for a value from :meth:`with_docinfo`, else the qrels
+        line (``None`` when the qrels were not read from a file)."""
+        for name, lines in self._origins.get(key, []):
+            if lines[row]:
+                return name, int(lines[row])
+        line = int(self.table.column("line")[row].as_py())
+        return self.source, line or None
+
+    @classmethod
+    def read(cls, source: str | Path) -> Qrels:
+        """Read a TREC qrels file (``-`` = stdin, compressed files accepted), a Parquet file
+        written by ``rankeval convert --to parquet`` or an hTBG truth JSON file.
+
+        A *source* that is not an existing path is tried as an ir_datasets id.
+
+        Raises:
+            InputError: the path is missing, unreadable or a directory; a bad line (naming
+                the file, line and column); no judgment at all; a relevance that is not
+                finite; the same ``(query_id, iteration, doc_id)`` twice.
+            ResourceError: memory ran out while reading.
+        """
+        _check_source(source)
+        kind = inputs.path_kind(source)
+        if kind == "missing" and _looks_like_dataset_id(str(source)):
+            return cls.from_ir_datasets(str(source))
+        name = io.source_name(source)
+        if str(source).endswith(".parquet") and kind in ("file", "directory"):  # `convert --to parquet`
+            return cls(_read_parquet_qrels(source), name)
+        if htbg_json.is_json(source):
+            import pyarrow as pa
+
+            with inputs.reading(source, "qrels"):
+                rows = htbg_json.read_truth(source)
+                table = pa.table(
+                    {
+                        "query_id": pa.array([r[0] for r in rows], pa.string()),
+                        "iteration": pa.array([r[1] for r in rows], pa.string()),
+                        "doc_id": pa.array([r[2] for r in rows], pa.string()),
+                        "relevance": pa.array([r[3] for r in rows], pa.float64()),
+                        "line": pa.array([0] * len(rows), pa.int64()),
+                        "cost": pa.array([r[4] for r in rows], pa.string()),
+                    }
+                )
+                if any(r[5] is not None for r in rows):
+                    table = table.append_column("exclude", pa.array([r[5] for r in rows], pa.string()))
+            return cls(table, name)
+        return cls(io.read_qrels_table(source), name)
+
+    @classmethod
+    def from_ir_datasets(cls, dataset_id: str) -> Qrels:
+        """Load the qrels of an ir_datasets dataset (``msmarco-passage/dev/small``)."""
+        import pandas as pd
+
+        try:
+            import ir_datasets
+        except ImportError:  # pragma: no cover - ir_datasets is a dependency
+            raise InputError("file not found (and ir_datasets is not installed)", source=dataset_id) from None
+        try:
+            dataset = ir_datasets.load(dataset_id)
+        except KeyError:
+            raise InputError("file not found, and not an ir_datasets id either", source=dataset_id) from None
+        if not dataset.has_qrels():
+            raise InputError("this ir_datasets dataset has no qrels", source=dataset_id)
+        try:
+            rows = [(q.query_id, q.iteration, q.doc_id, q.relevance) for q in dataset.qrels_iter()]
+        except Exception as exc:
+            raise InputError(f"could not load qrels from ir_datasets: {exc}", source=dataset_id) from None
+        if not rows:
+            raise InputError("no judgments: this ir_datasets dataset's qrels are empty", source=dataset_id)
+        frame = pd.DataFrame(rows, columns=["query_id", "iteration", "doc_id", "relevance"])
+        return cls.from_frame(frame, source=dataset_id)
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, source: str = "<DataFrame>") -> Qrels:
+        """Build from a DataFrame with ``query_id, doc_id, relevance`` (``iteration`` optional).
+
+        Any other column is kept as an attribute.
+
+        Raises:
+            UsageError: a required column is missing, or the relevance is not numeric.
+            InputError: a relevance that is not finite, or the same ``(query_id,
+                iteration, doc_id)`` on two rows (naming both), as in a qrels file.
+        """
+        import pyarrow as pa
+
+        missing = {"query_id", "doc_id", "relevance"} - set(frame.columns)
+        if missing:
+            raise UsageError(f"qrels DataFrame lacks column(s) {sorted(missing)}", source=source)
+        cols: dict[str, Any] = {
+            "query_id": pa.array(frame["query_id"].astype(str), pa.string()),
+            "iteration": pa.array(
+                frame["iteration"].astype(str) if "iteration" in frame else ["0"] * len(frame), pa.string()
+            ),
+            "doc_id": pa.array(frame["doc_id"].astype(str), pa.string()),
+            "relevance": pa.array(_floats(frame["relevance"], "relevance", source), pa.float64()),
+            "line": pa.array([0] * len(frame), pa.int64()),
+        }
+        for c in frame.columns:
+            if c not in cols:
+                values = frame[c]
+                cols[str(c)] = pa.array(
+                    [None if v is None or v != v else str(v) for v in values], pa.string()
+                )
+        table = pa.table(cols)
+        io.check_judgments(table, source)
+        return cls(table, source)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Mapping[str, float]], source: str = "<dict>") -> Qrels:
+        """Build from ``{query_id: {doc_id: relevance}}`` (the pytrec_eval/ir_measures shape)."""
+        import pandas as pd
+
+        rows = _dict_rows(data, "relevance", source)
+        return cls.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance"]), source)
+
+
+class Run:
+    """A ranked run: one row per retrieved document, in file order.
+
+    Columns of :attr:`table`: ``query_id``, ``q0`` (column 2, kept: CLEF TAR runs put a
+    threshold flag there), ``doc_id``, ``score`` (float64), ``tag``. The ranking (score
+    descending, ties by doc_id descending, as trec_eval) is computed at evaluation time.
+    ``tie_break`` is ``"docno"`` (trec_eval's rule), ``"file"`` (equal scores keep the run's
+    file order) or ``"qrels"`` (equal scores follow the order of the items in the qrels;
+    unjudged items after, in file order): runs read from the hTBG reference's JSON format,
+    whose stable sort keeps the truth file's order of individuals and of their posts.
+    """
+
+    def __init__(
+        self,
+        table: pa.Table,
+        name: str = "run",
+        source: str | None = None,
+        lines: np.ndarray | None = None,
+        tie_break: str = "docno",
+    ) -> None:
+        self.table = table
+        self.name = name
+        self.source = source
+        self.lines = lines
+        self.tie_break = tie_break
+
+    def line_of(self, row: int) -> tuple[int | None, str]:
+        """Source line number of table row *row* (``None`` if not read from a file) and the
+        text of that line (rebuilt from the row when the source cannot be re-read)."""
+        t = self.table
+        text = " ".join(str(t.column(c)[row].as_py()) for c in ("query_id", "q0", "doc_id"))
+        text += f" - {t.column('score')[row].as_py()!r} {t.column('tag')[row].as_py()}"
+        if self.source is None:
+            return None, text
+        line = int(self.lines[row]) if self.lines is not None else row + 1
+        if self.source != "<stdin>" and self.tie_break != "qrels":  # "qrels": read from JSON
+            try:
+                text = _nth_line(io.read_bytes(self.source), line) or text
+            except RankevalError:  # the file went away or changed: the rebuilt text will do
+                pass
+        return line, text
+
+    def __repr__(self) -> str:
+        return f"Run({self.name!r}, {self.table.num_rows} lines)"
+
+    def __len__(self) -> int:
+        return int(self.table.num_rows)
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The run as a pandas DataFrame (file order)."""
+        return self.table.to_pandas()
+
+    @classmethod
+    def read(cls, source: str | Path, name: str | None = None) -> Run:
+        """Read a TREC run file (``-`` = stdin, compressed files accepted) or an hTBG
+        prediction JSON file.
+
+        The run is named *name*, or by its file name.
+
+        Raises:
+            InputError: the path is missing, unreadable or a directory; a bad line (naming
+                the file, line and column); no line at all; a NaN score.
+            ResourceError: memory ran out while reading.
+        """
+        _check_source(source)
+        if name is None:
+            name = "stdin" if str(source) == "-" else Path(source).name
+        if htbg_json.is_json(source):
+            import pandas as pd
+
+            with inputs.reading(source, "run"):
+                rows = htbg_json.read_prediction(source)
+                frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+                run = cls.from_frame(frame, name)
+            run.source, run.tie_break = io.source_name(source), "qrels"
+            return run
+        table, lines = io.read_run_table(source)
+        return cls(table, name, io.source_name(source), lines)
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, name: str = "run") -> Run:
+        """Build from a DataFrame with ``query_id, doc_id, score`` (``q0``, ``tag`` optional).
+
+        Raises:
+            UsageError: a required column is missing, or the score is not numeric.
+            InputError: a NaN score (naming the row), as in a run file.
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        missing = {"query_id", "doc_id", "score"} - set(frame.columns)
+        if missing:
+            raise UsageError(f"run DataFrame lacks column(s) {sorted(missing)}", source=name)
+        n = len(frame)
+
+        def col(key: str, default: str) -> pa.Array:
+            values = frame[key].astype(str) if key in frame else [default] * n
+            return pc.dictionary_encode(pa.array(values, pa.string()))
+
+        table = pa.table(
+            {
+                "query_id": col("query_id", ""),
+                "q0": col("q0", "Q0"),
+                "doc_id": pa.array(frame["doc_id"].astype(str), pa.string()),
+                "score": pa.array(_floats(frame["score"], "score", name), pa.float64()),
+                "tag": col("tag", name),
+            }
+        )
+        # pandas' NaN becomes a null in pyarrow: both are a NaN score
+        nan = pc.fill_null(pc.is_nan(table.column("score")), True).to_numpy(zero_copy_only=False)
+        if nan.any():
+            row = int(nan.argmax())
+            raise InputError(
+                f"score is NaN (row {row + 1}); expected a number (inf and -inf are allowed, "
+                "NaN cannot be ranked)",
+                source=name,
+            )
+        return cls(table, name)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Mapping[str, float]], name: str = "run") -> Run:
+        """Build from ``{query_id: {doc_id: score}}`` (the pytrec_eval/ir_measures shape)."""
+        import pandas as pd
+
+        rows = _dict_rows(data, "score", f"<dict {name}>")
+        return cls.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "score"]), name)
+
+
+def _check_source(source: Any) -> None:
+    if not isinstance(source, (str, Path)):
+        raise UsageError(f"expected a path (or '-' for standard input), not {type(source).__name__}")
+
+
+def _dict_rows(data: Any, what: str, source: str) -> list[tuple[str, str, float]]:
+    """``(query_id, doc_id, number)`` rows of ``{query_id: {doc_id: number}}``.
+
+    Raises:
+        UsageError: *data* is not of that shape, or a value is not a number (naming the
+            query and document). The finiteness rules are checked by ``from_frame``.
+    """
+    import numbers
+
+    if not isinstance(data, Mapping):
+        raise UsageError(f"{source}: expected {{query_id: {{doc_id: {what}}}}}, found {type(data).__name__}")
+    rows = []
+    for q, docs in data.items():
+        if not isinstance(docs, Mapping):
+            raise UsageError(
+                f"{source}: query {q!r} maps to {type(docs).__name__}; expected {{doc_id: {what}}}"
+            )
+        for d, v in docs.items():
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise UsageError(
+                    f"{source}: query {q!r} document {d!r}: expected a number for the {what}, found {v!r}"
+                )
+            rows.append((str(q), str(d), float(v)))
+    return rows
+
+
+def _pair_codes(table: pa.Table) -> np.ndarray:
+    """An integer code per row, equal for rows of the same (query_id, doc_id)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    codes = []
+    for name in ("query_id", "doc_id"):
+        col = pc.dictionary_encode(pc.cast(table.column(name), pa.string()))
+        if isinstance(col, pa.ChunkedArray):
+            col = col.unify_dictionaries().combine_chunks()
+        codes.append((np.asarray(col.indices, dtype=np.int64), len(col.dictionary)))
+    (q, _), (d, nd) = codes
+    inverse: np.ndarray = np.unique(q * max(nd, 1) + d, return_inverse=True)[1]
+    return inverse.ravel()
+
+
+def _nth_line(data: bytes, line: int) -> str | None:
+    """Text of 1-based line *line* of *data* (at most ``MAX_ECHO`` characters), or ``None``."""
+    import numpy as np
+
+    from rankeval.errors import MAX_ECHO
+
+    ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 10)
+    if line > len(ends) + 1:
+        return None
+    start = int(ends[line - 2]) + 1 if line > 1 else 0
+    end = int(ends[line - 1]) if line <= len(ends) else len(data)
+    return data[start : min(end, start + 4 * MAX_ECHO)].decode("utf-8", "replace").rstrip("\r")[:MAX_ECHO]
+
+
+def _floats(values: Any, what: str, source: str) -> Any:
+    """A DataFrame column as float64, or a :class:`UsageError` naming the column."""
+    try:
+        return values.astype("float64")
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"the {what} column is not numeric: {clip(str(exc), 100)}", source=source) from None
+
+
+def _read_parquet_qrels(source: str | Path) -> pa.Table:
+    """Qrels written by ``rankeval convert --to parquet``, checked as a qrels file is."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    name = io.source_name(source)
+    with inputs.reading(source, "qrels"):
+        try:
+            table = pq.read_table(source)
+        except pa.ArrowException as exc:
+            if isinstance(exc, (OSError, MemoryError)):
+                raise
+            raise InputError(f"not a readable Parquet file: {clip(str(exc), 100)}", source=name) from None
+        missing = {"query_id", "iteration", "doc_id", "relevance", "line"} - set(table.column_names)
+        if missing:
+            raise InputError(
+                f"not a rankeval qrels Parquet file: no column(s) {sorted(missing)}", source=name
+            )
+        if table.num_rows == 0:
+            raise InputError("no judgments: the Parquet file has no rows", source=name)
+        try:
+            table = table.set_column(
+                table.column_names.index("relevance"),
+                "relevance",
+                table.column("relevance").cast(pa.float64()),
+            )
+            for key in ("query_id", "iteration", "doc_id"):
+                table = table.set_column(
+                    table.column_names.index(key), key, table.column(key).cast(pa.string())
+                )
+            table = table.set_column(
+                table.column_names.index("line"), "line", table.column("line").cast(pa.int64())
+            )
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise InputError(
+                f"not a rankeval qrels Parquet file: {clip(str(exc), 100)}", source=name
+            ) from None
+        io.check_judgments(table, name)
+    return table
+
+
+def _looks_like_dataset_id(text: str) -> bool:
+    return "/" in text and not text.startswith((".", "/", "~")) and not Path(text).suffix
+
+
+def as_qrels(qrels: Any) -> Qrels:
+    """Coerce a path, DataFrame, dict or :class:`Qrels` to :class:`Qrels`."""
+    import sys
+
+    if isinstance(qrels, Qrels):
+        return qrels
+    if isinstance(qrels, (str, Path)):
+        return Qrels.read(qrels)
+    pd = sys.modules.get("pandas")  # a DataFrame implies pandas is loaded
+    if pd is not None and isinstance(qrels, pd.DataFrame):
+        return Qrels.from_frame(qrels)
+    if isinstance(qrels, Mapping):
+        return Qrels.from_dict(qrels)
+    raise UsageError(f"cannot use {type(qrels).__name__} as qrels (path, DataFrame, dict or Qrels)")
+
+
+def as_run(run: Any, name: str | None = None) -> Run:
+    """Coerce a path, DataFrame, dict or :class:`Run` to :class:`Run`."""
+    import sys
+
+    if isinstance(run, Run):
+        if name is not None and name != run.name:
+            return Run(run.table, name, run.source, run.lines, run.tie_break)
+        return run
+    if isinstance(run, (str, Path)):
+        return Run.read(run, name)
+    if run is None or isinstance(run, (int, float, bytes)):
+        raise UsageError(f"cannot use {run!r} as a run (path, DataFrame, dict or Run)")
+    pd = sys.modules.get("pandas")  # a DataFrame implies pandas is loaded
+    if pd is not None and isinstance(run, pd.DataFrame):
+        return Run.from_frame(run, name or "run")
+    if isinstance(run, Mapping):
+        return Run.from_dict(run, name or "run")
+    raise UsageError(f"cannot use {type(run).__name__} as a run (path, DataFrame, dict or Run)")

@@ -1,0 +1,423 @@
+"""Reading TREC qrels and runs: bytes → validated pyarrow tables.
+
+Two paths, one result:
+
+* the **fast path** hands a clean run file (one space or one tab between columns; plain or
+  compressed, decompressed as a stream) straight to pyarrow's multi-threaded CSV parser;
+* the **general path** reads whole lines, trims them and splits on ASCII whitespace (space,
+  tab, CR, LF, VT, FF: what trec_eval's ``sscanf`` splits on) with vectorised pyarrow
+  kernels. It accepts comments, blank lines, CRLF, a UTF-8 BOM, runs of mixed whitespace,
+  trailing junk columns (as trec_eval does) and ``key=value`` attributes, and it knows every
+  line number, so it is also what reports errors: whenever the fast path meets anything
+  unusual it steps aside and the general path decides.
+
+Files are opened only through :mod:`rankeval.io.inputs` (one error handling for missing,
+unreadable and directory paths; streaming decompression; memory limits); the general path's
+line splitting and its checks are in :mod:`rankeval.io.lines`.
+
+What is an error (an :class:`~rankeval.errors.InputError` naming the file, the line and,
+where useful, the column):
+
+* a line longer than :data:`MAX_LINE` (1 MiB); the message echoes at most 200 characters;
+* a control byte (``\\x00``-``\\x08``, ``\\x0e``-``\\x1f``, ``\\x7f``) anywhere in a line:
+  ids cannot contain them and trec_eval would read them differently; UTF-16 or UTF-32 text
+  is recognised and named; text that is not valid UTF-8;
+* too few columns, a score or relevance that is not a number, a NaN score (``±inf`` are
+  valid scores, ranked first or last), a relevance that is not finite;
+* the same ``(query_id, iteration, doc_id)`` on two qrels lines (naming both, as trec_eval
+  rejects them), the same docno on two lines of a docinfo file;
+* more than :data:`MAX_ATTRIBUTES` different ``key=value`` names in one file;
+* a file without any judgment (qrels) or any line (run): empty, blank or only comments.
+
+There is no Python loop per line, except on the error path (to find the offending line).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rankeval.errors import InputError
+from rankeval.io import inputs
+from rankeval.io.fast_run import dictionary_encode, read_run_fast
+from rankeval.io.inputs import source_name
+from rankeval.io.lines import (
+    MAX_LINE,
+    Lines,
+    need_columns,
+    show,
+    split_lines,
+    to_float,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+__all__ = [
+    "MAX_ATTRIBUTES",
+    "MAX_LINE",
+    "RESERVED",
+    "check_judgments",
+    "is_compressed",
+    "parse_qrels",
+    "parse_run",
+    "read_bytes",
+    "read_docinfo_table",
+    "read_qrels_table",
+    "read_run_table",
+    "source_name",
+]
+
+MAX_ATTRIBUTES = 100
+"""Most different ``key=value`` names one qrels or docinfo file may use: each becomes a
+column with one entry per line, so their number multiplies the memory a file takes."""
+
+_BOM = b"\xef\xbb\xbf"
+RESERVED = ("query_id", "iteration", "doc_id", "relevance", "line")
+"""Columns of a qrels table that are not attributes: no ``key=value`` may use these names."""
+
+
+def is_compressed(path: str | Path) -> bool:
+    """Whether the file at *path* starts with gzip, bzip2 or xz magic bytes.
+
+    Raises:
+        InputError: the file cannot be read (missing, a directory, permission denied ...).
+    """
+    return inputs.compression_of(inputs.read_raw_head(path, 16)) is not None
+
+
+def read_bytes(source: str | Path) -> bytes:
+    """Whole file as bytes: stdin for ``-``; gzip, bzip2 and xz decompressed (as a stream,
+    detected by magic bytes); a UTF-8 byte order mark removed.
+
+    Raises:
+        InputError: the file cannot be read, or its compressed data is corrupt.
+        ResourceError: it decompresses to more than the memory available.
+    """
+    data = inputs.read_all(source)
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    return data
+
+
+def _empty(data: bytes, name: str, what: str, expected: str) -> InputError:
+    """The error for a file that gave no content line."""
+    if not data:
+        how = "the file is empty"
+        if name == "<stdin>":
+            how = "stdin gave no data (it can be read only once: if '-' was also the qrels, it was read for them)"
+    elif data.isspace():
+        how = "the file has only blank lines"
+    else:
+        how = "the file has only comments and blank lines"
+    return InputError(f"{what}: {how}; expected lines '{expected}'", source=name)
+
+
+def _attributes(lines: Lines, first: int, where: str, reserved: set[str]) -> dict[str, pa.Array]:
+    """The ``key=value`` fields of *lines* from field *first* on: one string column per key,
+    null on the lines that do not give it.
+
+    Raises:
+        InputError: at the first field that is not ``key=value`` (*where* says where such
+            fields go), whose key is in *reserved*, or whose key its line already gave.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns: dict[str, pa.Array] = {}
+    n_fields = pc.list_value_length(lines.tokens).to_numpy()
+    if not (n_fields > first).any():
+        return columns
+    extra = pc.list_slice(lines.tokens, first)
+    parent = pc.list_parent_indices(extra).to_numpy()
+    flat = pc.list_flatten(extra)
+    pos = pc.find_substring(flat, "=").to_numpy()
+
+    def field_no(i: int) -> int:  # the attribute's field on its line (for messages)
+        return int(i - np.searchsorted(parent, parent[i]) + first)
+
+    bad = np.flatnonzero(pos <= 0)
+    if bad.size:
+        i = int(bad[0])
+        raise lines.fail(
+            int(parent[i]),
+            f"expected key=value attribute {where}, found {show(flat[i].as_py())}",
+            field_no(i),
+        )
+    parts = pc.split_pattern(flat, "=", max_splits=1)
+    keys = pc.list_element(parts, 0)
+    values = pc.list_element(parts, 1)
+    names = pc.unique(keys)
+    if len(names) > MAX_ATTRIBUTES:
+        i = int(
+            np.flatnonzero(pc.is_in(keys, value_set=names[MAX_ATTRIBUTES:]).to_numpy(zero_copy_only=False))[0]
+        )
+        raise lines.fail(
+            int(parent[i]),
+            f"more than {MAX_ATTRIBUTES} different attribute names (key=value); expected a few, "
+            "such as cost= and sens=",
+            field_no(i),
+        )
+    for key in names.to_pylist():
+        mask = pc.equal(keys, key).to_numpy(zero_copy_only=False)
+        rows = parent[mask]
+        if key in reserved:
+            i = int(np.flatnonzero(mask)[0])
+            raise lines.fail(int(parent[i]), f"attribute name {show(key)} is reserved", field_no(i))
+        dup = np.flatnonzero(np.diff(rows) == 0)
+        if dup.size:
+            i = int(np.flatnonzero(mask)[dup[0] + 1])
+            raise lines.fail(int(parent[i]), f"attribute {show(key)} given twice on one line", field_no(i))
+        # scatter this key's values onto their lines (null elsewhere), all in pyarrow
+        index = np.full(len(lines.line), -1, dtype=np.int64)
+        index[rows] = np.arange(len(rows))
+        columns[key] = values.filter(pa.array(mask)).take(pa.array(index, mask=index < 0))
+    return columns
+
+
+# ---------------------------------------------------------------------------- runs
+def read_run_table(source: str | Path) -> tuple[pa.Table, np.ndarray | None]:
+    """Read a TREC run into a table ``query_id, q0, doc_id, score, tag`` in file order.
+
+    ``query_id``, ``q0`` and ``tag`` are dictionary-encoded; ``score`` is float64; the rank
+    column is checked to exist and otherwise ignored, as trec_eval does.
+
+    Returns:
+        The table and the 1-based line number of each row, or ``None`` when row *i* is
+        line *i* + 1 (a file without comments or blank lines).
+
+    Raises:
+        InputError: naming the file, line and column of the first bad line; a file
+            without any line (empty, blank, only comments); a missing, unreadable or
+            directory path.
+        ResourceError: memory ran out, or the file decompresses to more than there is.
+    """
+    name = source_name(source)
+    with inputs.reading(
+        source, "run", "try --engine dask (it reads a run in blocks) or a machine with more memory"
+    ):
+        if inputs.path_kind(source) == "file":  # pipes and stdin can be read only once
+            table = read_run_fast(source)
+            if table is not None:
+                return table, None
+        data = read_bytes(source)
+        table, lines = parse_run(data, name)
+        if table.num_rows == 0:
+            raise _empty(data, name, "empty run", "query_id Q0 doc_id rank score tag")
+        return table, lines
+
+
+def parse_run(data: bytes, name: str, first_line: int = 1) -> tuple[pa.Table, np.ndarray]:
+    """Parse TREC run text (the general path of :func:`read_run_table`); *first_line* is the
+    line number of the first line of *data* (a block of a larger file).
+
+    Returns:
+        The table and the line number of each row (no row for an empty block).
+
+    Raises:
+        InputError: naming the file, line and column of the first bad line (see the module
+            docstring); a NaN score.
+        ResourceError: memory ran out.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    with inputs.reading(name, "run block" if first_line != 1 else "run"):
+        lines = split_lines(data, name, first_line)
+        need_columns(lines, 6, "query_id Q0 doc_id rank score tag")
+        score = to_float(lines, 4, "the score (column 5)")
+        if pc.any(pc.is_nan(score)).as_py():
+            row = int(np.flatnonzero(pc.is_nan(score).to_numpy(zero_copy_only=False))[0])
+            raise lines.fail(
+                row, "score is NaN; expected a number (inf and -inf are allowed, NaN cannot be ranked)", 4
+            )
+        table = pa.table(
+            {
+                "query_id": dictionary_encode(lines.column(0)),
+                "q0": dictionary_encode(lines.column(1)),
+                "doc_id": lines.column(2),
+                "score": score,
+                "tag": dictionary_encode(lines.column(5)),
+            }
+        )
+    return table, lines.line
+
+
+# ---------------------------------------------------------------------------- qrels
+def read_qrels_table(source: str | Path) -> pa.Table:
+    """Read TREC qrels (``qid iter docno rel [key=value ...]``) into a table.
+
+    Columns: ``query_id``, ``iteration``, ``doc_id`` (strings), ``relevance`` (float64),
+    ``line`` (int64, 1-based line number) and one string column per attribute key
+    (null where a line does not give it).
+
+    Raises:
+        InputError: naming the file, line and column of the first bad line (see the module
+            docstring); a file without any judgment; a missing, unreadable or directory path.
+        ResourceError: memory ran out, or the file decompresses to more than there is.
+    """
+    name = source_name(source)
+    with inputs.reading(source, "qrels"):
+        data = read_bytes(source)
+        table = parse_qrels(data, name)
+        if table.num_rows == 0:
+            raise _empty(data, name, "no judgments", "query_id iteration doc_id relevance")
+        return table
+
+
+def parse_qrels(data: bytes, name: str, first_line: int = 1) -> pa.Table:
+    """Parse TREC qrels text (see :func:`read_qrels_table`); *first_line* is the line number
+    of the first line of *data*.
+
+    Raises:
+        InputError: a bad line (see the module docstring), a relevance that is not finite,
+            a ``(query_id, iteration, doc_id)`` given twice (naming both lines).
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lines = split_lines(data, name, first_line)
+    need_columns(lines, 4, "query_id iteration doc_id relevance")
+    rel = to_float(lines, 3, "the relevance (column 4)")
+    finite = pc.is_finite(rel)
+    if not pc.all(finite, min_count=0).as_py():
+        row = int(np.flatnonzero(~finite.to_numpy(zero_copy_only=False))[0])
+        raise lines.fail(
+            row, f"expected a finite number for the relevance (column 4), found {show(rel[row].as_py())}", 3
+        )
+    columns: dict[str, pa.Array] = {
+        "query_id": lines.column(0),
+        "iteration": lines.column(1),
+        "doc_id": lines.column(2),
+        "relevance": rel,
+        "line": pa.array(lines.line, pa.int64()),
+    }
+    repeated = _repeated_judgment(columns)
+    if repeated is not None:
+        first, row = repeated
+        raise lines.fail(row, _repeated_message(columns, row, f"line {int(lines.line[first])}"), 2)
+    columns.update(_attributes(lines, 4, "after the relevance", reserved=set(RESERVED)))
+    return pa.table(columns)
+
+
+def _repeated_judgment(columns: dict[str, pa.Array] | pa.Table) -> tuple[int, int] | None:
+    """Rows ``(first, later)`` of the first ``(query_id, iteration, doc_id)`` that a later
+    row repeats (the later row being the earliest such), or ``None``. Hashing in pyarrow and
+    one sort: O(total bytes + rows log rows)."""
+    import numpy as np
+
+    codes = []
+    for key in ("query_id", "iteration", "doc_id"):
+        encoded = dictionary_encode(columns[key])
+        codes.append((np.asarray(encoded.indices, dtype=np.int64), max(len(encoded.dictionary), 1)))
+    (q, _), (i, ni), (d, nd) = codes
+    if len(q) < 2:
+        return None
+    qi = np.unique(q * ni + i, return_inverse=True)[1].ravel()  # < rows: no overflow below
+    key = qi * nd + d
+    order = np.argsort(key, kind="stable")
+    same = key[order][1:] == key[order][:-1]
+    if not same.any():
+        return None
+    later = int(order[1:][same].min())
+    first = int(np.flatnonzero(key == key[later])[0])
+    return first, later
+
+
+def _repeated_message(columns: dict[str, pa.Array] | pa.Table, row: int, first: str) -> str:
+    def value(key: str) -> str:
+        return show(columns[key][row].as_py())
+
+    return (
+        f"judgment of document {value('doc_id')} for query {value('query_id')} (iteration "
+        f"{value('iteration')}) given twice (first on {first}); expected one line per "
+        "(query_id, iteration, doc_id), as trec_eval"
+    )
+
+
+def check_judgments(table: pa.Table, source: str) -> None:
+    """Check qrels built in memory (a DataFrame, a dict, the hTBG JSON format, Parquet) as
+    the TREC reader checks a file: every relevance finite, no ``(query_id, iteration,
+    doc_id)`` judged twice.
+
+    Raises:
+        InputError: naming the row (1-based; both rows for a repeated judgment) or, for
+            rows read from a file, the line.
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+
+    line = table.column("line") if "line" in table.column_names else None
+
+    def where(row: int) -> tuple[str, int | None]:
+        if line is not None and line[row].as_py():
+            return f"line {line[row].as_py()}", int(line[row].as_py())
+        return f"row {row + 1}", None
+
+    rel = table.column("relevance")
+    finite = pc.fill_null(pc.is_finite(rel), False)  # pandas' NaN arrives as null
+    if rel.null_count or not pc.all(finite, min_count=0).as_py():
+        bad = ~finite.to_numpy(zero_copy_only=False)
+        row = int(np.flatnonzero(bad)[0])
+        text, at = where(row)
+        raise InputError(
+            "expected a finite number for the relevance, found "
+            + (show(rel[row].as_py()) if rel[row].is_valid else "NaN or a missing value")
+            + (f" ({text})" if at is None else ""),
+            source=source,
+            line=at,
+        )
+    repeated = _repeated_judgment(table)
+    if repeated is None:
+        return
+    first, row = repeated
+    text, at = where(row)
+    suffix = f" ({text})" if at is None else ""
+    raise InputError(_repeated_message(table, row, where(first)[0]) + suffix, source=source, line=at)
+
+
+# ---------------------------------------------------------------------------- docinfo
+def read_docinfo_table(source: str | Path) -> pa.Table:
+    """Read a side file of document attributes (``docno [key=value ...]``) into a table.
+
+    Attributes are query-independent: :meth:`rankeval.Qrels.with_docinfo` gives them to every
+    qrels line of the document. Comments, blank lines, compression and ``-`` work as in qrels;
+    a line with a docno and no attribute is allowed (it gives the document no attribute).
+
+    Columns: ``doc_id`` (string), ``line`` (int64, 1-based line number) and one string column
+    per attribute key (null where a line does not give it).
+
+    Raises:
+        InputError: naming the file, line and column of the first bad line: a field that is
+            not ``key=value``, a key given twice on a line, a reserved key (``query_id``,
+            ``iteration``, ``doc_id``, ``relevance``, ``line``), or a docno given on two lines
+            (naming both); any line the qrels reader refuses too (control bytes, encodings,
+            long lines); a missing, unreadable or directory path.
+        ResourceError: memory ran out, or the file decompresses to more than there is.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    with inputs.reading(source, "docinfo file"):
+        lines = split_lines(read_bytes(source), source_name(source))
+        doc = lines.column(0)
+        columns: dict[str, pa.Array] = {"doc_id": doc, "line": pa.array(lines.line, pa.int64())}
+        if len(doc):
+            code = np.asarray(dictionary_encode(doc).indices)
+            order = np.argsort(code, kind="stable")
+            later = order[1:][code[order][1:] == code[order][:-1]]  # every line but a docno's first
+            if later.size:
+                row = int(later.min())
+                first = int(np.flatnonzero(code == code[row])[0])
+                raise lines.fail(
+                    row,
+                    f"document {show(doc[row].as_py())} given twice (first on line {int(lines.line[first])}); "
+                    "expected one line per document",
+                    0,
+                )
+        columns.update(_attributes(lines, 1, "after the docno", reserved=set(RESERVED)))
+        return pa.table(columns)

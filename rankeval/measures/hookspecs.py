@@ -1,0 +1,41 @@
+"""Hook specifications of rankeval plugins (markers and specs only)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from rankeval.engine.random_ranking import RandomModel
+    from rankeval.measures.base import Measure
+    from rankeval.report.formats import CompatMode, OutputFormat
+
+hookspec = pluggy.HookspecMarker("rankeval")
+hookimpl = pluggy.HookimplMarker("rankeval")
+
+
+@hookspec
+def register_measures(register: Callable[[type[Measure]], None]) -> None:
+    """Register measure classes by calling ``register(MeasureClass)`` for each."""
+
+
+@hookspec(firstresult=True)
+def resolve_measure(spec: str) -> Measure | None:
+    """Return a measure for a spec whose name no registered measure has, or ``None``."""
+
+
+@hookspec
+def register_formats(register: Callable[[OutputFormat], None]) -> None:
+    """Register output formats of ``-f`` by calling ``register(OutputFormat(...))`` for each."""
+
+
+@hookspec
+def register_compat_modes(register: Callable[[CompatMode], None]) -> None:
+    """Register modes of ``--compat`` by calling ``register(CompatMode(...))`` for each."""
+
+
+@hookspec(firstresult=True)
+def random_model(measure: Measure) -> RandomModel | None:
+    """Return the random-ranking closed forms of *measure* (a ``RandomModel``), or ``None``."""

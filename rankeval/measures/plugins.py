@@ -1,0 +1,142 @@
+"""Plugin manager factory and the measure registry it fills.
+
+Built-in measure families (the packages in ``plugins/``) are registered exactly like
+third-party plugins: by module, through the ``register_measures`` hook. Then come plugins
+advertised under the ``rankeval`` entry-point group (unless ``RANKEVAL_DISABLE_PLUGIN_AUTOLOAD``
+is set), then modules named with ``-p``. There is no module-global state: each call of
+:func:`load_registry` builds a fresh manager.
+
+A plugin that fails while it is imported or registered -- any exception, and also
+``SystemExit`` or ``KeyboardInterrupt`` raised by its own code -- is recorded in
+``registry.failures`` and skipped; the other plugins load as usual.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any
+
+import pluggy
+
+from rankeval.errors import PluginError, RankevalError, clip
+from rankeval.measures import hookspecs
+from rankeval.measures.registry import PLUGIN_FAULTS, Registry
+
+__all__ = [
+    "DEFAULT_PLUGINS",
+    "DISABLE_AUTOLOAD_ENV",
+    "ENTRY_POINT_GROUP",
+    "autoload_disabled",
+    "hook_impls",
+    "load_registry",
+    "make_plugin_manager",
+    "plugin_guard",
+]
+
+DEFAULT_PLUGINS = ("rankeval_trec", "rankeval_tbg", "rankeval_csdcg", "rankeval_tar", "rankeval_irmeasures")
+ENTRY_POINT_GROUP = "rankeval"
+DISABLE_AUTOLOAD_ENV = "RANKEVAL_DISABLE_PLUGIN_AUTOLOAD"
+"""Environment variable: set (to anything but ``0``, ``false``, ``no`` or nothing), no
+entry-point plugin is loaded by itself, as pytest's ``PYTEST_DISABLE_PLUGIN_AUTOLOAD``."""
+
+
+def make_plugin_manager() -> pluggy.PluginManager:
+    """A new plugin manager with rankeval's hook specs and nothing registered."""
+    pm = pluggy.PluginManager("rankeval")
+    pm.add_hookspecs(hookspecs)
+    return pm
+
+
+def autoload_disabled() -> bool:
+    """Whether :data:`DISABLE_AUTOLOAD_ENV` turns off entry-point plugins."""
+    return os.environ.get(DISABLE_AUTOLOAD_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _entry_points() -> list[tuple[str, str]]:
+    from importlib.metadata import entry_points
+
+    return [(ep.name, ep.value) for ep in entry_points(group=ENTRY_POINT_GROUP)]
+
+
+def _fault(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def load_registry(
+    plugins: Iterable[str | ModuleType] = (),
+    *,
+    blocked: Iterable[str] = (),
+    entry_points: bool = True,
+) -> Registry:
+    """Load built-in, entry-point and extra plugins and return the filled registry.
+
+    Args:
+        plugins: extra plugin modules (objects or importable names, as ``-p module``).
+        blocked: plugin names not to load (``-p no:name``).
+        entry_points: also load plugins of the ``rankeval`` entry-point group (unless
+            the environment variable ``RANKEVAL_DISABLE_PLUGIN_AUTOLOAD`` is set; then a
+            ``-p NAME`` naming an entry point still loads it).
+
+    A plugin that fails to import or to register is recorded in ``registry.failures`` and
+    does not stop the others. Two plugins registering the same measure name is an error
+    (:class:`~rankeval.errors.PluginError`) naming both. ``registry.autoload`` tells whether
+    entry-point plugins were loaded.
+    """
+    pm = make_plugin_manager()
+    registry = Registry(pm)
+    registry.autoload = entry_points and not autoload_disabled()
+    blocked = set(blocked)
+    sources: list[tuple[str, str | ModuleType, str]] = [(n, n, "built-in") for n in DEFAULT_PLUGINS]
+    advertised = dict(_entry_points()) if entry_points else {}
+    if registry.autoload:
+        sources += [(name, value, "entry point") for name, value in advertised.items()]
+    for p in plugins:
+        name = p if isinstance(p, str) else p.__name__
+        if isinstance(p, str) and not registry.autoload and p in advertised:
+            sources.append((name, advertised[p], "entry point, -p"))  # as pytest's -p NAME
+        else:
+            sources.append((name, p, "-p"))
+    for name, target, origin in sources:
+        if name in blocked or name in registry.plugins:
+            continue
+        try:
+            module = importlib.import_module(target) if isinstance(target, str) else target
+            pm.register(module, name=name)
+            pm.check_pending()  # a misspelled hook fails loudly, but only this plugin
+        except PLUGIN_FAULTS as exc:
+            if pm.has_plugin(name):
+                pm.unregister(name=name)
+            registry.failures[name] = f"cannot load ({origin}): {_fault(exc)}"
+            continue
+        registry.plugins[name] = origin
+    for impl in pm.hook.register_measures.get_hookimpls():
+        registry.collect(impl.plugin_name, impl.function)
+    return registry
+
+
+# ----------------------------------------------------------- calling the other hooks
+def hook_impls(registry: Registry, hook: str) -> list[tuple[str, Callable[..., Any]]]:
+    """``(plugin name, function)`` of every implementation of *hook* in *registry*'s plugin
+    manager, in pluggy's call order (the last registered plugin first: ``-p`` plugins before
+    entry points before the built-ins)."""
+    if registry.pm is None:
+        return []
+    impls = getattr(registry.pm.hook, hook).get_hookimpls()
+    return [(impl.plugin_name, impl.function) for impl in reversed(impls)]
+
+
+@contextmanager
+def plugin_guard(plugin: str, action: str) -> Iterator[None]:
+    """Run a plugin's hook: an exception other than a :class:`~rankeval.errors.RankevalError`
+    is a :class:`~rankeval.errors.PluginError` ``plugin P failed <action>: <reason>``."""
+    try:
+        yield
+    except RankevalError:
+        raise
+    except (Exception, SystemExit) as exc:
+        raise PluginError(f"plugin {plugin} failed {action}: {clip(_fault(exc))}") from exc

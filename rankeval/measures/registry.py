@@ -1,0 +1,258 @@
+"""The measure registry: names and aliases → measure classes; specs → measures.
+
+The registry also remembers which plugin provides each measure class (registered by its
+``register_measures`` hook, or returned by its ``resolve_measure`` hook), so that an error in
+a measure's own code can name the plugin (:meth:`Registry.plugin_of`). Every call into a
+plugin's code here -- ``register_measures``, ``resolve_measure``, building a measure from a
+spec -- is guarded: its exceptions become a recorded failure or a
+:class:`~rankeval.errors.PluginError` naming the plugin, never a traceback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rankeval.errors import PluginError, RankevalError, SpecError, clip
+from rankeval.errors import plugin_of as module_plugin
+from rankeval.measures.base import Measure
+from rankeval.spec import MeasureSpec, Value, parse_specs
+
+if TYPE_CHECKING:
+    import pluggy
+
+__all__ = ["PLUGIN_FAULTS", "MeasureEntry", "Registry"]
+
+_TREC_CUT = re.compile(r"^(?P<base>.+?)[._](?P<k>\d+)$")
+
+PLUGIN_FAULTS = (Exception, SystemExit, KeyboardInterrupt)
+"""What a plugin's own code may raise while it is imported or registers its measures and still
+count as a broken plugin rather than end rankeval: ``sys.exit()`` or a stray
+``KeyboardInterrupt`` in a module body is the plugin's fault."""
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc)
+    return clip(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+
+@dataclass(frozen=True)
+class MeasureEntry:
+    """A registered measure class and the plugin that provides it."""
+
+    cls: type[Measure]
+    plugin: str
+
+
+def _check_declaration(cls: type[Measure]) -> None:
+    """Refuse the two silent mistakes of a measure declaration: a class that is not itself a
+    frozen dataclass (its own annotated parameters would be ignored), and a class variable
+    annotated without ``ClassVar`` (it would become a parameter).
+
+    Raises:
+        TypeError: naming the class and the fix (``collect`` reports it as a broken plugin).
+    """
+    params = cls.__dict__.get("__dataclass_params__")
+    if params is None or not params.frozen:
+        raise TypeError(
+            f"measure class {cls.__name__} must be decorated with @dataclass(frozen=True) itself "
+            "(its parameters are dataclass fields)"
+        )
+    # the base class's public attributes: class variables (name, at, ...) and methods
+    class_vars = {name for name in vars(Measure) if not name.startswith("_")}
+    for f in dataclasses.fields(cls):
+        if f.name in class_vars:
+            raise TypeError(
+                f"measure class {cls.__name__}: {f.name!r} became a parameter; annotate it "
+                f"ClassVar (e.g. {f.name}: ClassVar[str] = ...)"
+            )
+
+
+class Registry:
+    """Measure classes by name, filled by plugins through ``register_measures``.
+
+    Build one with :func:`rankeval.measures.plugins.load_registry`.
+
+    Attributes:
+        measures: registered measure classes by name.
+        plugins: loaded plugins by name, each with where it came from (``built-in``,
+            ``entry point``, ``-p``).
+        failures: plugins that failed to load or register, each with the reason.
+        autoload: whether plugins of the ``rankeval`` entry-point group were loaded (off with
+            ``RANKEVAL_DISABLE_PLUGIN_AUTOLOAD=1``).
+    """
+
+    def __init__(self, pm: pluggy.PluginManager | None = None) -> None:
+        self.pm = pm
+        self.measures: dict[str, MeasureEntry] = {}
+        self.aliases: dict[str, tuple[str, Mapping[str, Any]]] = {}
+        self.prefixes: dict[str, str] = {}
+        self.plugins: dict[str, str] = {}
+        self.failures: dict[str, str] = {}
+        self.autoload = True
+        # measure classes returned by resolve_measure hooks, with the plugin that returned them
+        self._resolved: dict[type[Measure], str] = {}
+
+    # -- filling ---------------------------------------------------------------------
+    def collect(self, plugin: str, hook: Callable[..., Any]) -> None:
+        """Run one plugin's ``register_measures`` hook, isolating its failures."""
+        added: list[str] = []
+
+        def register(cls: type[Measure]) -> None:
+            self.add(cls, plugin)
+            added.append(cls.name)
+
+        try:
+            hook(register=register)
+        except PluginError:
+            raise
+        except PLUGIN_FAULTS as exc:
+            for name in added:
+                self.remove(name)
+            self.plugins.pop(plugin, None)
+            self.failures[plugin] = f"register_measures failed: {_reason(exc)}"
+
+    def add(self, cls: type[Measure], plugin: str) -> None:
+        """Register *cls* as provided by *plugin*.
+
+        Raises:
+            PluginError: if the name or an alias is already taken, naming both plugins.
+        """
+        if not (isinstance(cls, type) and issubclass(cls, Measure)) or not cls.name:
+            # a broken plugin, not a conflict: collect() records it and carries on
+            raise TypeError(f"registered {cls!r}, which is not a named Measure subclass")
+        _check_declaration(cls)
+        for name in (cls.name, *cls.aliases, *cls.trec_prefixes):
+            owner = self._owner(name)
+            if owner is not None:
+                raise PluginError(
+                    f"measure name {name!r} is registered by both plugin {owner!r} and plugin {plugin!r}"
+                )
+        self.measures[cls.name] = MeasureEntry(cls, plugin)
+        for alias, fixed in cls.aliases.items():
+            self.aliases[alias] = (cls.name, fixed)
+        for prefix in cls.trec_prefixes:
+            self.prefixes[prefix] = cls.name
+
+    def remove(self, name: str) -> None:
+        """Forget measure *name* and its aliases."""
+        self.measures.pop(name, None)
+        self.aliases = {a: v for a, v in self.aliases.items() if v[0] != name}
+        self.prefixes = {p: v for p, v in self.prefixes.items() if v != name}
+
+    def _owner(self, name: str) -> str | None:
+        if name in self.measures:
+            return self.measures[name].plugin
+        if name in self.aliases:
+            return self.measures[self.aliases[name][0]].plugin
+        if name in self.prefixes:
+            return self.measures[self.prefixes[name]].plugin
+        return None
+
+    # -- lookup ----------------------------------------------------------------------
+    def plugin_of(self, measure: Measure) -> str:
+        """Name of the plugin that provides *measure* (as ``rankeval plugins`` lists it): the
+        plugin that registered its class or whose ``resolve_measure`` hook returned it; for a
+        class this registry does not know, the top-level package that defines it."""
+        cls = type(measure)
+        entry = self.measures.get(getattr(cls, "name", ""))
+        if entry is not None and entry.cls is cls:
+            return entry.plugin
+        return self._resolved.get(cls) or module_plugin(measure)
+
+    def __iter__(self) -> Iterator[MeasureEntry]:
+        return iter(sorted(self.measures.values(), key=lambda e: e.cls.name.lower()))
+
+    def parse(self, text: str) -> Measure:
+        """Parse one spec into a measure (``"nDCG@10"``, ``"AP(rel=2)"``, ``"P.5"``)."""
+        if not isinstance(text, str):
+            raise SpecError(f"a measure spec is a string, not {type(text).__name__}", source="measure spec")
+        measures = self.parse_many(text)
+        if len(measures) != 1:
+            raise SpecError(
+                f"expected one measure spec, found {len(measures)}", source="measure spec", text=text
+            )
+        return measures[0]
+
+    def parse_many(self, text: str) -> list[Measure]:
+        """Parse whitespace-separated specs (``"AP nDCG@10 P@5"``)."""
+        return [self.resolve(spec) for spec in parse_specs(text)]
+
+    def resolve(self, spec: MeasureSpec) -> Measure:
+        """Turn a parsed spec into a measure: names, then aliases, then trec_eval
+        ``name.N`` forms, then the ``resolve_measure`` hook (ir_measures)."""
+        name = spec.name
+        if name in self.measures:
+            return self._build(self.measures[name], spec)
+        if name in self.aliases:
+            target, fixed = self.aliases[name]
+            return self._build(self.measures[target], spec, fixed)
+        m = _TREC_CUT.match(name)
+        if m and m.group("base") in self.prefixes:
+            if spec.at is not None:
+                raise spec.error(f"{name!r} already has a cutoff; drop the '@' part")
+            entry = self.measures[self.prefixes[m.group("base")]]
+            cut = Value("number", m.group("k"), spec.column + m.start("k"), float(m.group("k")))
+            return self._build(
+                entry, MeasureSpec(entry.cls.name, spec.text, spec.column, (None, cut), spec.params)
+            )
+        found = self._ask_resolvers(spec.text)
+        if found is not None:
+            return found
+        known = sorted(set(self.measures) | set(self.aliases))
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; `rankeval measures` lists them"
+        raise spec.error(f"unknown measure {name!r}{hint}")
+
+    def _build(
+        self, entry: MeasureEntry, spec: MeasureSpec, fixed: Mapping[str, Any] | None = None
+    ) -> Measure:
+        """``from_spec`` of a registered class: the parameter checks are the core's, but the
+        class's own ``__post_init__`` (or a broken annotation) is the plugin's code."""
+        try:
+            return entry.cls.from_spec(spec, fixed)
+        except RankevalError:
+            raise
+        except Exception as exc:
+            raise PluginError(
+                f"plugin {entry.plugin} failed building measure spec {spec.text!r}: {_reason(exc)}"
+            ) from exc
+
+    def _ask_resolvers(self, text: str) -> Measure | None:
+        """The first measure a ``resolve_measure`` hook returns for *text* (hooks are asked in
+        pluggy's order: the last registered plugin first, so ``-p`` plugins come before the
+        built-in ir_measures bridge). A hook that raises is a :class:`PluginError` naming its
+        plugin (its own :class:`~rankeval.errors.SpecError` passes through)."""
+        if self.pm is None:
+            return None
+        impls = self.pm.hook.resolve_measure.get_hookimpls()
+        if any(impl.hookwrapper or impl.wrapper for impl in impls):  # pragma: no cover - exotic
+            found = self.pm.hook.resolve_measure(spec=text)
+            return self._accept(found, "a resolve_measure hook", text)
+        for impl in reversed(impls):
+            try:
+                found = impl.function(spec=text)
+            except RankevalError:
+                raise
+            except (Exception, SystemExit) as exc:
+                raise PluginError(
+                    f"plugin {impl.plugin_name} failed resolving measure spec {text!r}: {_reason(exc)}"
+                ) from exc
+            if found is not None:
+                return self._accept(found, impl.plugin_name, text)
+        return None
+
+    def _accept(self, found: object, plugin: str, text: str) -> Measure | None:
+        if found is None:
+            return None
+        if not isinstance(found, Measure):
+            raise PluginError(
+                f"plugin {plugin} resolved measure spec {text!r} to {clip(repr(found))}, "
+                "which is not a rankeval Measure"
+            )
+        self._resolved.setdefault(type(found), plugin)
+        return found

@@ -1,0 +1,426 @@
+"""Alignment and ranking: (qrels, run) → :class:`~rankeval.ranking.ranked_lists.RankedLists` per level.
+
+:class:`Alignment` checks the run for duplicates (:mod:`rankeval.ranking.duplicates`), numbers the
+items once (:mod:`rankeval.ranking.numbering`) and builds, per nesting level, the ranked lists: the
+run rows of each (sub-)query ordered by score descending, ties broken by doc_id descending
+(trec_eval's rule), each row carrying its judged relevance, plus the judged documents of
+each (sub-)query sorted by relevance descending (for ideal rankings).
+
+May import: :mod:`rankeval.ranking.arrays`, :mod:`rankeval.ranking.duplicates`, :mod:`rankeval.errors`,
+:mod:`rankeval.ranking.numbering`, :mod:`rankeval.ranking.ranked_lists`, :mod:`rankeval.segments` (and,
+for annotations only, :mod:`rankeval.io.data`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rankeval.errors import UsageError
+from rankeval.ranking.arrays import index_type, to_numpy
+from rankeval.ranking.duplicates import DUPLICATE_POLICIES, check_duplicates
+from rankeval.ranking.numbering import Numbering, number
+from rankeval.ranking.ranked_lists import RankedLists
+from rankeval.segments import segment_blocks, segment_offsets
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from rankeval.io.data import Qrels, Run
+
+__all__ = ["Alignment"]
+
+
+class Alignment:
+    """The qrels and one run, aligned once; :meth:`view` gives the ranked lists per level.
+
+    Args:
+        qrels: the judgments.
+        run: the run.
+        nest_sep: nested-item separator (``None`` disables nesting).
+        max_docs: evaluate only the top *max_docs* rows of each query (trec_eval ``-M``).
+        on_duplicate: what to do with a (query, doc) pair given twice: ``error`` (default,
+            as trec_eval), ``first`` or ``max`` (see :func:`check_duplicates`).
+        nested: treat the collection as nested even if these ids show no nesting. The Dask
+            engine sets it for the partitions of a nested collection, since a measure such
+            as hTBG treats an item without children differently in a nested collection.
+
+    Attributes:
+        numbering: the items, numbered (see :class:`~rankeval.ranking.numbering.Numbering`).
+        cache: memo for measure kernels, shared by all views of this alignment (key it by
+            measure family and parameters).
+    """
+
+    def __init__(
+        self,
+        qrels: Qrels,
+        run: Run,
+        nest_sep: str | None = "/",
+        max_docs: int | None = None,
+        on_duplicate: str = "error",
+        nested: bool = False,
+    ) -> None:
+        self.qrels = qrels
+        if on_duplicate not in DUPLICATE_POLICIES:
+            raise UsageError(
+                f"on_duplicate must be one of {', '.join(DUPLICATE_POLICIES)}, not {on_duplicate!r}"
+            )
+        self.max_docs = max_docs
+        self._views: dict[int, RankedLists] = {}
+        self.cache: dict[Any, Any] = {}
+        self.run = check_duplicates(run, on_duplicate)
+        self.sep = nest_sep or "/"
+        self.numbering: Numbering = number(qrels, self.run, nest_sep, nested)
+
+    # -- items --------------------------------------------------------------------------
+    @property
+    def num_items(self) -> int:
+        """Number of items: distinct (query, doc) pairs of the qrels (and, in a nested
+        collection, of the run), numbered 0.. in (query, doc) order."""
+        return self.numbering.num_items
+
+    @property
+    def qrels_item(self) -> np.ndarray:
+        """Item code of each row of ``qrels.table`` (per assessor line), e.g. to aggregate a
+        qrels attribute per item."""
+        return self.numbering.qrels_item
+
+    @property
+    def run_item(self) -> np.ndarray:
+        """Item code of each row of ``run.table`` (-1: a doc judged nowhere, in a flat
+        collection)."""
+        return self.numbering.run_item
+
+    @property
+    def nested(self) -> bool:
+        """Whether the collection is nested (see docs/formats.md, "Nested items")."""
+        return self.numbering.nested
+
+    def qrels_position(self, items: np.ndarray) -> np.ndarray:
+        """Position in the qrels (row of the first judgment) of each of *items* (judged)."""
+        return self._first_judgment()[items]  # type: ignore[no-any-return]
+
+    def _first_judgment(self) -> np.ndarray:
+        """The first qrels row of each item (the judgments' file order), built on first use
+        (only ``tie_break="qrels"`` and hTBG's reference ideal need it)."""
+        if "first-judgment" not in self.cache:
+            first = np.full(self.num_items, np.iinfo(np.int64).max, dtype=np.int64)
+            np.minimum.at(first, self.qrels_item, np.arange(len(self.qrels_item)))
+            self.cache["first-judgment"] = first
+        return self.cache["first-judgment"]  # type: ignore[no-any-return]
+
+    def _qrels_position(self, rows: np.ndarray) -> pa.Array:
+        """Tie key of run *rows* for ``tie_break="qrels"``: the position of the row's item in
+        the qrels (first judgment); unjudged rows after every judged one, in file order."""
+        import pyarrow as pa
+
+        judged_item = self.numbering.judged
+        item = self.run_item[rows]
+        judged = item >= 0
+        judged[judged] = judged_item[item[judged]]
+        line = np.where(judged, self.qrels_position(np.where(judged, item, 0)), 0)
+        base = int(self._first_judgment()[judged_item].max()) + 1 if judged_item.any() else 0
+        return pa.array(np.where(judged, line, base + rows.astype(np.int64)))
+
+    # -- views -----------------------------------------------------------------------
+    def view(self, level: int = 1) -> RankedLists:
+        """Ranked lists of the items at nesting *level* (1 = top level; 2 = children
+        ranked within each parent, one sub-query ``qid/parent`` per parent)."""
+        if level not in self._views:
+            self._views[level] = self._build(level)
+        return self._views[level]
+
+    def _group(self, side: str, level: int) -> tuple[np.ndarray, np.ndarray, Any]:
+        """Rows of one side at *level* (judged items, or run rows): (row indices, integer
+        group code of each row, a function giving (names, outer query ids) of codes)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        nb = self.numbering
+        uq = nb.query_ids
+        excluded = nb.excluded
+        if side == "j":
+            item = nb.judged_items
+            at_level = nb.depth[item] == level - 1
+            rows = np.flatnonzero(at_level if excluded is None else at_level & ~excluded[item])
+            item = item[rows]
+        elif not self.nested:
+            n = len(nb.run_query)
+            rows = np.arange(n, dtype=index_type(n)) if level == 1 else np.zeros(0, np.int64)
+            if excluded is not None:
+                rows = rows[~((self.run_item[rows] >= 0) & excluded[self.run_item[rows]])]
+            return rows, nb.run_query[rows], None
+        else:
+            at_level = nb.depth[self.run_item] == level - 1
+            if excluded is not None:
+                at_level &= ~excluded[self.run_item]
+            rows = np.flatnonzero(at_level)
+            item = self.run_item[rows]
+        if level == 1:
+            return rows, nb.item_query[item], lambda c: (uq.take(pa.array(c)), uq.take(pa.array(c)))
+
+        def by_parent(c: np.ndarray) -> tuple[pa.Array, pa.Array]:
+            q = uq.take(pa.array(nb.item_query[c]))
+            parent = nb.doc_ids.take(pa.array(nb.item_doc[c]))
+            return pc.binary_join_element_wise(q, parent, "/"), q
+
+        return rows, nb.item_parent[item], by_parent
+
+    def _build(self, level: int) -> RankedLists:
+        """The ranked lists of *level*: the judged side, then the run rows ranked."""
+        judged = self._judged_side(level)
+        nq = len(judged.query_ids)
+        query_ids = to_numpy(judged.query_ids).astype(object)
+        outer, outer_ids, parent_ids = self._outer_queries(level, judged, query_ids)
+        ranked = self._run_rows(level, judged)
+        self._rank(ranked)
+        # each query's rows are now one contiguous block (blocks in any query order)
+        starts, counts = segment_blocks(ranked.query, nq)
+        retrieved = counts > 0
+        if self.max_docs is not None and (counts > self.max_docs).any():
+            _cut(ranked, starts, self.max_docs)
+            starts, counts = segment_blocks(ranked.query, nq)
+        return RankedLists(
+            query_ids=query_ids,
+            outer=outer,
+            outer_ids=np.asarray(outer_ids, dtype=object),
+            starts=starts,
+            counts=counts,
+            query=ranked.query,
+            judged_row_index=ranked.judged.astype(np.int64),
+            judged_row_relevance=ranked.judged_relevance,
+            score=ranked.score,
+            rows=ranked.rows,
+            run_doc_ids=self.numbering.run_doc,
+            judged_offsets=judged.offsets,
+            judged_relevance=judged.relevance,
+            judged_doc_ids=judged.doc_ids,
+            retrieved=retrieved,
+            run=self.run,
+            qrels=self.qrels,
+            level=level,
+            parent_ids=parent_ids,
+            judged_items=judged.items,
+            parent_items=judged.groups if level > 1 else None,
+            alignment=self,
+        )
+
+    def _judged_side(self, level: int) -> _Judged:
+        """The queries of *level* (groups with judged items: queries, or parents for nested
+        levels) and their judged documents, sorted by query, then relevance descending."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        nb = self.numbering
+        j_rows, j_codes, j_names = self._group("j", level)
+        used = _present(j_codes)
+        if len(used):
+            names, outer_names = j_names(used)
+            order = pa.array(to_numpy(pc.sort_indices(names)))
+            query_ids_pa, outer_names, used = (
+                names.take(order),
+                outer_names.take(order),
+                used[to_numpy(order)],
+            )
+        else:
+            query_ids_pa = outer_names = pa.array([], pa.string())
+        nq = len(query_ids_pa)
+        lut = np.full(len(nb.query_ids) if level == 1 else self.num_items, -1, dtype=np.int64)
+        lut[used] = np.arange(nq)
+        jq = lut[j_codes]
+        j_items = nb.judged_items[j_rows]
+        j_rel = nb.item_relevance[j_items]
+        jorder = np.lexsort((-j_rel, jq))
+        judged_items = j_items[jorder]
+        return _Judged(
+            query_ids=query_ids_pa,
+            outer_names=outer_names,
+            groups=used,
+            lut=lut,
+            relevance=j_rel[jorder],
+            items=judged_items,
+            doc_ids=nb.doc_ids.take(pa.array(nb.item_doc[judged_items])),
+            offsets=segment_offsets(jq[jorder], nq),
+        )
+
+    def _outer_queries(
+        self, level: int, judged: _Judged, query_ids: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The outer (top-level) query of each (sub-)query, the outer query ids, and the
+        parent item's id of each sub-query (``None`` at level 1)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        nq = len(query_ids)
+        if level == 1:
+            return np.arange(nq), query_ids, None
+        distinct = pc.unique(judged.outer_names)
+        distinct = distinct.take(pc.sort_indices(distinct))
+        outer = to_numpy(pc.index_in(judged.outer_names, value_set=distinct)).astype(np.int64)
+        nb = self.numbering
+        parent_ids = (
+            to_numpy(pc.take(nb.doc_ids, pa.array(nb.item_doc[judged.groups]))).astype(object)
+            if nq
+            else np.zeros(0, object)
+        )
+        return outer, to_numpy(distinct).astype(object), parent_ids
+
+    def _run_rows(self, level: int, judged: _Judged) -> _Rows:
+        """The run rows of *level* whose group is a query of the judged side, in file order,
+        with their judged rows (sparse)."""
+        import pyarrow.compute as pc
+
+        nb = self.numbering
+        r_rows, r_codes, r_names = self._group("r", level)
+        if r_names is None:  # level 1, flat: the codes are query codes, as on the judged side
+            rq = judged.lut.astype(index_type(len(r_codes)))[r_codes]
+        else:
+            r_used = _present(r_codes)
+            r_lut = np.full(int(r_used.max()) + 1 if len(r_used) else 0, -1, dtype=np.int64)
+            if len(r_used):
+                found = pc.index_in(r_names(r_used)[0], value_set=judged.query_ids)
+                r_lut[r_used] = to_numpy(pc.fill_null(found, -1))
+            rq = r_lut[r_codes]
+        del r_codes
+        keep = rq >= 0
+        if not keep.all():
+            r_rows = r_rows[keep]
+            rq = rq[keep]
+        del keep
+        score = nb.run_score[r_rows] if len(r_rows) != len(nb.run_score) else nb.run_score
+        # judged rows only (sparse): their positions follow every reordering below
+        r_item = self.run_item[r_rows] if len(r_rows) != len(self.run_item) else self.run_item
+        jrows = np.flatnonzero(r_item >= 0)
+        jrows = jrows[nb.judged[r_item[jrows]]]
+        jrel = nb.item_relevance[r_item[jrows]]
+        del r_item
+        return _Rows(query=rq, score=score, rows=r_rows, judged=jrows, judged_relevance=jrel)
+
+    def _rank(self, ranked: _Rows) -> None:
+        """Rank *ranked* in place: query ascending, score descending, then the run's tie
+        rule (doc_id descending, or qrels order); its judged rows follow and end sorted."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        _sort_rows(ranked)
+        tie = None
+        if self.run.tie_break == "docno":
+            run_doc = self.numbering.run_doc
+            tie = _tie_order(
+                ranked.query, ranked.score, ranked.rows, lambda r: pc.take(run_doc, pa.array(r)), "descending"
+            )
+        elif self.run.tie_break == "qrels":
+            tie = _tie_order(ranked.query, ranked.score, ranked.rows, self._qrels_position, "ascending")
+        if tie is not None:
+            pos, perm = tie  # equal scores within a query: only rows (and judged rows) move
+            ranked.rows[pos] = ranked.rows[pos[perm]]
+            jrows = ranked.judged
+            k = np.searchsorted(pos, jrows)
+            k_c = np.minimum(k, len(pos) - 1)
+            moved = pos[k_c] == jrows
+            jrows[moved] = pos[np.argsort(perm)[k_c[moved]]]
+        jsort = np.argsort(ranked.judged, kind="stable")
+        ranked.judged, ranked.judged_relevance = ranked.judged[jsort], ranked.judged_relevance[jsort]
+
+
+@dataclass(frozen=True, eq=False)
+class _Judged:
+    """The judged side of one view: its queries and their judged documents."""
+
+    query_ids: pa.Array  # the view's query ids, sorted
+    outer_names: pa.Array  # the top-level query id of each
+    groups: np.ndarray  # group code (query code, or parent item) of each query
+    lut: np.ndarray  # group code -> query index (-1: none)
+    relevance: np.ndarray  # judged documents, by query then relevance descending
+    items: np.ndarray  # their item codes
+    doc_ids: pa.Array  # their doc ids
+    offsets: np.ndarray  # (Q+1,) segments of the judged documents
+
+
+@dataclass(eq=False)
+class _Rows:
+    """The run rows of one view while they are ranked: each step replaces the arrays (so
+    that the old ones are freed at once, as with local variables)."""
+
+    query: np.ndarray  # query index of each row
+    score: np.ndarray
+    rows: np.ndarray  # index of each row in run.table
+    judged: np.ndarray  # positions of the judged rows
+    judged_relevance: np.ndarray
+
+
+def _sort_rows(ranked: _Rows) -> None:
+    """Order *ranked* by query, then score descending (stable); judged rows follow."""
+    order = _rank_order(ranked.query, ranked.score)
+    if order is None:
+        return
+    ranked.query, ranked.score, ranked.rows = ranked.query[order], ranked.score[order], ranked.rows[order]
+    new_pos = np.empty(len(order), dtype=index_type(len(order)))
+    new_pos[order] = np.arange(len(order), dtype=new_pos.dtype)
+    ranked.judged = new_pos[ranked.judged]
+
+
+def _cut(ranked: _Rows, starts: np.ndarray, max_docs: int) -> None:
+    """Keep the top *max_docs* rows of each query of *ranked* (blocks starting at *starts*)."""
+    rq = ranked.query
+    itype = index_type(len(rq))
+    top = (np.arange(len(rq), dtype=itype) - starts.astype(itype)[rq]) < max_docs
+    new_pos = np.cumsum(top) - 1
+    keep_j = top[ranked.judged]
+    ranked.judged = new_pos[ranked.judged[keep_j]]
+    ranked.judged_relevance = ranked.judged_relevance[keep_j]
+    del rq, new_pos, keep_j
+    ranked.query, ranked.score, ranked.rows = ranked.query[top], ranked.score[top], ranked.rows[top]
+
+
+def _present(codes: np.ndarray) -> np.ndarray:
+    """The distinct values of non-negative integer *codes*, ascending (no sort)."""
+    if len(codes) == 0:
+        return np.zeros(0, np.int64)
+    seen = np.zeros(int(codes.max()) + 1, dtype=bool)
+    seen[codes] = True
+    return np.flatnonzero(seen)
+
+
+def _rank_order(rq: np.ndarray, score: np.ndarray) -> np.ndarray | None:
+    """Permutation ordering rows by query, then score descending; ``None`` if already so.
+
+    Runs are usually written query by query, each sorted by score: then only whole query
+    blocks move (no sort of the rows).
+    """
+    n = len(rq)
+    if n < 2:
+        return None
+    same = rq[1:] == rq[:-1]
+    starts = np.concatenate(([0], np.flatnonzero(~same) + 1))
+    block_q = rq[starts]
+    in_order = bool(np.all(~same | (score[1:] <= score[:-1])))
+    if in_order and len(np.unique(block_q)) == len(block_q):
+        return None  # blocks in another query order: fine, RankedLists allows that
+    by_score = np.argsort(-score, kind="stable")
+    return by_score[np.argsort(rq[by_score], kind="stable")]
+
+
+def _tie_order(
+    rq: np.ndarray, score: np.ndarray, rows: np.ndarray, key: Callable[[np.ndarray], Any], direction: str
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Rows in runs of equal scores within a query, and the permutation of them that puts
+    each run in *direction* order of ``key(run rows)`` (e.g. doc_id descending, trec_eval's
+    tie rule); ``None`` without ties."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(rq) < 2:
+        return None
+    tie = np.flatnonzero((score[1:] == score[:-1]) & (rq[1:] == rq[:-1]))
+    if tie.size == 0:
+        return None
+    pos = np.union1d(tie, tie + 1)
+    tied_with_prev = np.isin(pos - 1, tie)
+    label = np.cumsum(~tied_with_prev)
+    sub = pa.table({"label": pa.array(label), "key": key(rows[pos])})
+    perm = to_numpy(pc.sort_indices(sub, sort_keys=[("label", "ascending"), ("key", direction)]))
+    return pos, perm

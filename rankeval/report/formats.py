@@ -1,0 +1,365 @@
+"""Formatting of result tables: trec, tsv, csv, json, jsonl, markdown, latex, and the formats
+plugins add (files are written by :mod:`rankeval.report.outputs`).
+
+Plugins extend the output through two hooks: ``register_formats`` adds an
+:class:`OutputFormat` (a name for ``-f`` and a function rendering :class:`Row` s), and
+``register_compat_modes`` adds a :class:`CompatMode` (a name for ``--compat``: how each measure
+is computed in that mode, with a default format and duplicate policy). :func:`output_formats`
+and :func:`compat_modes` list them for a registry.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from rankeval.errors import PluginError, UsageError
+from rankeval.options import FORMATS  # the built-in formats (plugins add others: output_formats)
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from rankeval.measures.base import Measure
+    from rankeval.measures.registry import Registry
+
+__all__ = [
+    "FORMATS",
+    "MAX_PRECISION",
+    "TEX_ESCAPES",
+    "CompatMode",
+    "OutputFormat",
+    "Row",
+    "check_precision",
+    "compat_modes",
+    "format_results",
+    "format_value",
+    "output_formats",
+    "plugin_items",
+]
+
+ALL = "all"
+#: escapes of LaTeX's special characters, for :meth:`str.translate`
+TEX_ESCAPES = str.maketrans(
+    {
+        "\\": r"\textbackslash{}",
+        "&": r"\&",
+        "%": r"\%",
+        "_": r"\_",
+        "#": r"\#",
+        "$": r"\$",
+        "{": r"\{",
+        "}": r"\}",
+        "~": r"\textasciitilde{}",
+        "^": r"\textasciicircum{}",
+    }
+)
+
+
+MAX_PRECISION = 30
+"""Most decimals a value is printed with (float64 carries about 17 significant digits)."""
+
+
+def check_precision(precision: int | None) -> None:
+    """Raise a :class:`~rankeval.errors.UsageError` unless *precision* is ``None`` or an
+    integer from 0 to :data:`MAX_PRECISION`."""
+    if precision is None:
+        return
+    if isinstance(precision, bool) or not isinstance(precision, int) or not 0 <= precision <= MAX_PRECISION:
+        raise UsageError(f"precision must be an integer from 0 to {MAX_PRECISION}, not {precision!r}")
+
+
+def format_value(v: float, integer: bool, precision: int | None) -> str:
+    """*v* as printed: ``nan``; a whole number without decimals when *integer*; else with
+    *precision* decimals, or all of them (``repr``) when *precision* is ``None``."""
+    if math.isnan(v):
+        return "nan"
+    if integer and float(v).is_integer():
+        return str(int(v))
+    if precision is None:
+        return repr(float(v))
+    return f"{v:.{precision}f}"
+
+
+def _columns(results: Any) -> tuple[dict[str, np.ndarray], set[str], set[str]]:
+    """Columns, count-measure names and whole-valued measure names of a
+    :class:`~rankeval.engine.evaluation.Results` or DataFrame."""
+    import numpy as np
+
+    if hasattr(results, "columns") and callable(results.columns):
+        return results.columns(), set(results.integer_measures), set(results.whole_measures)
+    cols = {
+        c: np.asarray(results[c].to_numpy(), dtype=object if c != "value" else np.float64)
+        for c in ("run", "query_id", "measure", "value")
+    }
+    attrs = results.attrs
+    return cols, set(attrs.get("integer_measures", ())), set(attrs.get("whole_measures", ()))
+
+
+def _ordered(cols: dict[str, np.ndarray], per_query: bool) -> list[tuple[str, str, str, float]]:
+    """Rows in trec_eval's order: per run, queries sorted (``all`` last), measures as given."""
+    import numpy as np
+
+    run, qid, measure, value = cols["run"], cols["query_id"], cols["measure"], cols["value"]
+    is_all = qid == ALL
+    if not per_query:
+        run, qid, measure, value, is_all = (
+            run[is_all],
+            qid[is_all],
+            measure[is_all],
+            value[is_all],
+            is_all[is_all],
+        )
+    run_code = {r: i for i, r in enumerate(dict.fromkeys(run.tolist()))}
+    measure_code = {m: i for i, m in enumerate(dict.fromkeys(measure.tolist()))}
+    r = np.array([run_code[x] for x in run.tolist()], dtype=np.int64)
+    m = np.array([measure_code[x] for x in measure.tolist()], dtype=np.int64)
+    _, q = np.unique(qid.astype(str), return_inverse=True)
+    order = np.lexsort((m, q.reshape(-1), is_all.astype(np.int64), r))
+    return list(
+        zip(
+            run[order].tolist(),
+            qid[order].tolist(),
+            measure[order].tolist(),
+            value[order].tolist(),
+            strict=True,
+        )
+    )
+
+
+class Row(NamedTuple):
+    """One result row as an :class:`OutputFormat` receives it."""
+
+    run: str
+    query_id: str  #: ``"all"`` for the aggregate
+    measure: str
+    value: float  #: ``nan`` when undefined
+    integer: bool  #: the value is a count or a rank: printed without decimals when whole
+
+
+@dataclass(frozen=True)
+class OutputFormat:
+    """An output format a plugin adds (``register_formats`` hook).
+
+    Attributes:
+        name: the name given to ``-f`` / ``format_results(fmt=...)``.
+        render: ``render(rows, precision)``: the text of the result :class:`Row` s (per run,
+            queries sorted with ``all`` last, measures as given; only the ``all`` rows unless
+            ``-q``); *precision* is ``-p N`` or ``None``.
+        description: one line for ``--help``.
+    """
+
+    name: str
+    render: Callable[[list[Row], int | None], str]
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class CompatMode:
+    """A mode of ``--compat`` / ``evaluate(compat=...)`` that a plugin adds
+    (``register_compat_modes`` hook), to reproduce another tool's output.
+
+    Attributes:
+        name: the name given to ``--compat`` / ``compat=``.
+        apply: ``apply(measure)``: *measure* as computed in this mode, or ``None`` when the
+            mode does not concern it (an error if it concerns none of the measures asked for).
+        format: the output format of the CLI in this mode, unless ``-f`` is given.
+        on_duplicate: the rule for a document given twice for a query in this mode, unless
+            one is given.
+        description: one line for ``--help``.
+    """
+
+    name: str
+    apply: Callable[[Measure], Measure | None]
+    format: str | None = None
+    on_duplicate: str | None = None
+    description: str = ""
+
+
+def plugin_items(
+    registry: Registry, hook: str, kind: type[OutputFormat] | type[CompatMode], taken: dict[str, str]
+) -> dict[str, tuple[str, Any]]:
+    """``{name: (plugin, item)}``: what the *hook* implementations of *registry*'s plugins
+    register (instances of *kind*, built-in plugins first). A name registered twice, or
+    already in *taken* (``{name: owner}``), is a :class:`~rankeval.errors.PluginError` naming
+    both; a hook that fails, or registers something else, is one naming its plugin."""
+    from rankeval.measures.plugins import hook_impls, plugin_guard
+
+    found: dict[str, tuple[str, Any]] = {}
+    owner = dict(taken)
+    for plugin, function in reversed(hook_impls(registry, hook)):
+
+        def register(item: Any, plugin: str = plugin) -> None:
+            if not isinstance(item, kind):
+                raise TypeError(f"registered {item!r}, which is not a {kind.__name__}")
+            if item.name in owner:
+                raise PluginError(
+                    f"{kind.__name__} {item.name!r} is registered by both {owner[item.name]} and plugin {plugin!r}"
+                )
+            owner[item.name] = f"plugin {plugin!r}"
+            found[item.name] = (plugin, item)
+
+        with plugin_guard(plugin, hook):
+            function(register=register)
+    return found
+
+
+def _registry(registry: Registry | None) -> Registry:
+    if registry is not None:
+        return registry
+    from rankeval.measures.plugins import load_registry
+
+    return load_registry()
+
+
+def output_formats(registry: Registry | None = None) -> list[str]:
+    """The names of every output format: the built-in :data:`FORMATS`, then those
+    *registry*'s plugins add (default registry: all installed plugins)."""
+    return [*FORMATS, *plugin_formats(registry)]
+
+
+def plugin_formats(registry: Registry | None) -> dict[str, tuple[str, OutputFormat]]:
+    """``{name: (plugin, format)}`` of every output format *registry*'s plugins add."""
+    taken = dict.fromkeys(FORMATS, "rankeval")
+    return plugin_items(_registry(registry), "register_formats", OutputFormat, taken)
+
+
+def compat_modes(registry: Registry | None = None) -> dict[str, tuple[str, CompatMode]]:
+    """``{name: (plugin, mode)}`` of every ``--compat`` mode *registry*'s plugins add
+    (default registry: all installed plugins)."""
+    return plugin_items(_registry(registry), "register_compat_modes", CompatMode, {"none": "rankeval"})
+
+
+def format_results(
+    results: Any,
+    fmt: str = "trec",
+    *,
+    per_query: bool = False,
+    precision: int | None = None,
+    registry: Registry | None = None,
+) -> str:
+    """Render an :func:`rankeval.evaluate` result.
+
+    Args:
+        results: an :func:`rankeval.evaluate` DataFrame (``run, query_id, measure, value``)
+            or the :class:`~rankeval.engine.evaluation.Results` of :func:`rankeval.engine.evaluation.evaluate_results`.
+        fmt: one of :data:`FORMATS`, or a format a plugin adds (:func:`output_formats`; e.g.
+            ``clef``, the CLEF TAR evaluator's layout, from the TAR plugin).
+        per_query: include per-query rows (``-q``), not only the ``all`` rows.
+        precision: decimals; default 4 for trec/markdown/latex, full precision otherwise.
+        registry: where to look for formats plugins add (default: all installed plugins).
+    """
+    plugin_format = None
+    if fmt not in FORMATS:
+        added = plugin_formats(registry)
+        if fmt not in added:
+            raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join([*FORMATS, *added])}")
+        plugin_format = added[fmt]
+    check_precision(precision)
+    cols, integer, whole = _columns(results)
+    records = _ordered(cols, per_query)
+    # whole-valued measures (ranks) are printed without decimals per query, not in the mean
+    integer_rows = {(m, False) for m in integer | whole} | {(m, True) for m in integer}
+    records_int = [(m, qid == ALL) in integer_rows for _, qid, m, _ in records]
+    if plugin_format is not None:
+        return _render(plugin_format, fmt, records, records_int, precision)
+    several = len({run for run, _, _, _ in records}) > 1
+    if precision is None and fmt in ("trec", "markdown", "latex"):
+        precision = 4
+    if fmt == "trec":
+        width = max([22, *(len(m) for _, _, m, _ in records)]) if records else 22
+        lines = []
+        for (run, qid, m, v), is_int in zip(records, records_int, strict=True):
+            text = f"{m:<{width}}\t{qid}\t{format_value(v, is_int, precision)}"
+            lines.append(f"{run}\t{text}" if several else text)
+        return "\n".join(lines) + ("\n" if lines else "")
+    if fmt in ("tsv", "csv"):
+        import csv
+        import io
+
+        buf = io.StringIO()
+        writer = csv.writer(buf, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
+        writer.writerow(["run", "query_id", "measure", "value"])
+        for (run, qid, m, v), is_int in zip(records, records_int, strict=True):
+            writer.writerow([run, qid, m, format_value(v, is_int, precision)])
+        return buf.getvalue()
+    if fmt in ("json", "jsonl"):
+        objs = [
+            {"run": run, "query_id": qid, "measure": m, "value": _json_value(v, precision)}
+            for run, qid, m, v in records
+        ]
+        if fmt == "json":
+            return json.dumps(objs, indent=1) + "\n"
+        return "".join(json.dumps(o) + "\n" for o in objs)
+    return _table(records, fmt, integer_rows, precision or 4, per_query)
+
+
+def _render(
+    plugin_format: tuple[str, OutputFormat],
+    fmt: str,
+    records: list[tuple[str, str, str, float]],
+    records_int: list[bool],
+    precision: int | None,
+) -> str:
+    """The text of a plugin's format, its code guarded."""
+    from rankeval.measures.plugins import plugin_guard
+
+    plugin, output = plugin_format
+    rows = [Row(*record, is_int) for record, is_int in zip(records, records_int, strict=True)]
+    with plugin_guard(plugin, f"rendering format {fmt!r}"):
+        text = output.render(rows, precision)
+    if not isinstance(text, str):
+        raise PluginError(f"plugin {plugin} rendered format {fmt!r} as {type(text).__name__}, not text")
+    return text
+
+
+def _json_value(v: float, precision: int | None) -> float | None:
+    if math.isnan(v):
+        return None
+    return round(float(v), precision) if precision is not None else float(v)
+
+
+def _table(
+    records: list[tuple[str, str, str, float]],
+    fmt: str,
+    integer_rows: set[tuple[str, bool]],
+    precision: int,
+    per_query: bool,
+) -> str:
+    """Wide table: one row per run (and query with -q), one column per measure."""
+    measures = list(dict.fromkeys(m for _, _, m, _ in records))
+    keys = list(dict.fromkeys((run, qid) for run, qid, _, _ in records))
+    cell = {(run, qid, m): v for run, qid, m, v in records}
+    head = ["run", *(["query"] if per_query else []), *measures]
+    body = []
+    for run, qid in keys:
+        row = [run, *([qid] if per_query else [])]
+        row += [
+            format_value(cell.get((run, qid, m), math.nan), (m, qid == ALL) in integer_rows, precision)
+            for m in measures
+        ]
+        body.append(row)
+    if fmt == "markdown":
+        esc = [[c.replace("|", "\\|") for c in r] for r in [head, *body]]
+        lines = [
+            "| " + " | ".join(esc[0]) + " |",
+            "|" + "|".join(["---"] * (len(head) - len(measures)) + ["---:"] * len(measures)) + "|",
+        ]
+        lines += ["| " + " | ".join(r) + " |" for r in esc[1:]]
+        return "\n".join(lines) + "\n"
+
+    def tex(s: str) -> str:
+        return s.translate(TEX_ESCAPES)
+
+    spec = "l" * (len(head) - len(measures)) + "r" * len(measures)
+    lines = [
+        f"\\begin{{tabular}}{{{spec}}}",
+        "\\toprule",
+        " & ".join(tex(h) for h in head) + " \\\\",
+        "\\midrule",
+    ]
+    lines += [" & ".join(tex(c) for c in r) + " \\\\" for r in body]
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    return "\n".join(lines) + "\n"
