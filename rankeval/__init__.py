@@ -47,8 +47,8 @@ __all__ = [
     "RandomModel",
     "RankedLists",
     "RankevalError",
-    "Row",
     "ResourceError",
+    "Row",
     "Run",
     "Sampler",
     "SpecError",
@@ -68,7 +68,13 @@ if TYPE_CHECKING:
     from rankeval import segments
     from rankeval.comparison.compare import Comparison, compare
     from rankeval.engine.evaluation import evaluate
-    from rankeval.engine.random_ranking import Candidates, RandomBaseline, RandomModel, Sampler, random_baseline
+    from rankeval.engine.random_ranking import (
+        Candidates,
+        RandomBaseline,
+        RandomModel,
+        Sampler,
+        random_baseline,
+    )
     from rankeval.io.data import Qrels, Run
     from rankeval.measures.plugins import load_registry
     from rankeval.ranking.ranked_lists import RankedLists

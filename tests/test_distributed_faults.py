@@ -28,7 +28,6 @@ import pytest
 import rankeval
 import rankeval.engine.dask_cluster as dc
 import rankeval.engine.dask_io as dio
-import rankeval.engine.distributed as rd
 from rankeval.engine.distributed import DaskOptions, read_run_frame
 from rankeval.errors import EngineError, InputError, MeasureError, UsageError
 from rankeval.measures.base import Measure

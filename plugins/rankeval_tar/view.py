@@ -17,8 +17,7 @@ from rankeval.errors import InputError
 from rankeval.segments import segment_position
 
 if TYPE_CHECKING:
-    from rankeval import Run
-    from rankeval import RankedLists
+    from rankeval import RankedLists, Run
 
 __all__ = ["Screening", "screening"]
 
