@@ -97,6 +97,26 @@ def values(frame) -> dict[tuple[str, str], float]:
     return {(m, q): v for q, m, v in zip(frame["query_id"], frame["measure"], frame["value"], strict=True)}
 
 
+def _smallest_plugin() -> str:
+    """The first Python block under "The smallest plugin" in docs/plugins.md."""
+    text = (Path(__file__).parents[1] / "docs" / "plugins.md").read_text(encoding="utf-8")
+    section = text.split("## The smallest plugin", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_smallest_plugin_in_the_docs(make_module, files) -> None:
+    """docs/plugins.md's smallest plugin has at most 12 lines and works: Hits@k counts the
+    relevant documents of the top k (QRELS/RUN above: q1 a, q2 y in the top 2; q3 has none)."""
+    source = _smallest_plugin()
+    assert len([line for line in source.splitlines() if line.strip()]) <= 12
+    module = make_module("myhits_docs", source)
+    q, r = files
+    frame = rankeval.evaluate(q, r, "Hits@2 P@2", registry=load_registry([module]))
+    got = values(frame)
+    assert got[("Hits@2", "1")] == 1 and got[("Hits@2", "2")] == 1 and got[("Hits@2", "3")] == 0
+    assert got[("Hits@2", "all")] == pytest.approx(2 * got[("P@2", "all")])
+
+
 # --------------------------------------------------------------------- -p modules
 def test_module_plugin_by_name(make_module, files) -> None:
     make_module("rk_hits", hits_module())

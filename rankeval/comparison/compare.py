@@ -387,13 +387,10 @@ _Block = tuple[int, int, np.ndarray, np.ndarray, float]
 
 def _blocks(results: Results, names: list[str], specs: list[str]) -> list[_Block]:
     """The per-query values and the aggregate of each run and measure in *results*."""
-    blocks: list[_Block] = []
-    for run_col, qid_col, m_col, val_col in zip(
-        results.run, results.query_id, results.measure, results.value, strict=True
-    ):
-        r, m = names.index(str(run_col[0])), specs.index(str(m_col[0]))
-        blocks.append((r, m, qid_col[:-1].astype(str), val_col[:-1], float(val_col[-1])))
-    return blocks
+    return [
+        (names.index(b.run), specs.index(b.measure), b.query_ids.astype(str), b.values, b.aggregate)
+        for b in results.blocks
+    ]
 
 
 def _random_baseline(

@@ -64,6 +64,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DaskOptions",
+    "MeasureValues",
+    "PartValues",
+    "RunValues",
     "check_measure",
     "dask_setup",
     "evaluate_partitioned",
@@ -120,11 +123,45 @@ def _qrels_frame(qrels: Qrels) -> pd.DataFrame:
     return frame
 
 
-@dataclass
-class _Part:
-    """What one partition sends back: per measure, its queries' ids, values and parts."""
+@dataclass(frozen=True)
+class PartValues:
+    """One measure's values in one partition.
 
-    results: list[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], bool]]
+    Attributes:
+        query_ids: the partition's queries.
+        values: their per-query values.
+        parts: the measure's aggregate parts (:meth:`~rankeval.Measure.aggregate_parts`).
+        found: the partition has items of the level the measure ranks.
+    """
+
+    query_ids: np.ndarray
+    values: np.ndarray
+    parts: dict[str, np.ndarray]
+    found: bool
+
+
+@dataclass(frozen=True)
+class MeasureValues:
+    """One measure's values over all partitions of a run: sorted by query id, and the aggregate."""
+
+    query_ids: np.ndarray
+    values: np.ndarray
+    aggregate: float
+
+
+@dataclass(frozen=True)
+class RunValues:
+    """A run's name and its :class:`MeasureValues`, one per measure in the order given."""
+
+    name: str
+    measures: list[MeasureValues]
+
+
+@dataclass(frozen=True)
+class _Part:
+    """What one partition sends back: per measure its values, and what the client needs."""
+
+    results: list[PartValues]
     nested: bool
     warnings: list[str]
     rows: int
@@ -173,7 +210,7 @@ def _evaluate_part(
         }
     )
     run = Run(run_table, run_name, run_source, run_frame["line"].to_numpy(dtype=np.int64), tie_break)
-    out: list[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], bool]] = []
+    out: list[PartValues] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         alignment = Alignment(
@@ -193,7 +230,7 @@ def _evaluate_part(
                 )
                 found = view.level == 1 or view.num_queries > 0
                 parts = measure.aggregate_parts(view, values, index)
-            out.append((ids, values, parts, found))
+            out.append(PartValues(ids, values, parts, found))
     return _Part(out, alignment.nested, [str(w.message) for w in caught], len(run_frame))
 
 
@@ -203,9 +240,9 @@ def evaluate_partitioned(
     measures: Sequence[Measure],
     options: DaskOptions,
     settings: EvalOptions,
-) -> list[tuple[str, list[tuple[np.ndarray, np.ndarray, float]]]]:
-    """Evaluate every run on Dask; per run, its name and per measure (query ids, values,
-    aggregate), exactly as the local engine computes them. *settings*: the evaluation
+) -> list[RunValues]:
+    """Evaluate every run on Dask: per run, its name and per measure its values, exactly as
+    the local engine computes them. *settings*: the evaluation
     options (its ``docinfo`` already applied to *qrels*, its ``compat`` to *measures*).
 
     *runs* are ``(source, None)`` for a run file to read with Dask, or ``(name, Run)`` for a
@@ -250,7 +287,7 @@ def _evaluate_run(
     measures: Sequence[Measure],
     options: DaskOptions,
     settings: EvalOptions,
-) -> tuple[str, list[tuple[np.ndarray, np.ndarray, float]]]:
+) -> RunValues:
     import dask
     import dask.dataframe as dd
 
@@ -301,7 +338,7 @@ def _evaluate_run(
             if message not in seen:
                 seen.add(message)
                 warnings.warn(message, _warning_class(), stacklevel=3)
-    return name, [_combine(m, [r.results[k] for r in results]) for k, m in enumerate(measures)]
+    return RunValues(name, [_combine(m, [r.results[k] for r in results]) for k, m in enumerate(measures)])
 
 
 def _warning_class() -> type[Warning]:
@@ -314,21 +351,19 @@ def _single(files: list[str]) -> str | None:
     return io.source_name(files[0]) if len(files) == 1 else None
 
 
-def _combine(
-    measure: Measure, parts: list[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], bool]]
-) -> tuple[np.ndarray, np.ndarray, float]:
+def _combine(measure: Measure, parts: list[PartValues]) -> MeasureValues:
     """All partitions' values of one measure, sorted by query id, and the aggregate."""
-    if measure.view_level() > 1 and not any(found for *_, found in parts):
+    if measure.view_level() > 1 and not any(p.found for p in parts):
         raise UsageError(
             f"{measure} ranks nested items (level={measure.view_level()}), but no judged item of that "
             "level was found (see --nest-sep)"
         )
-    ids = np.concatenate([p[0].astype(object) for p in parts]) if parts else np.zeros(0, object)
-    values = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
+    ids = np.concatenate([p.query_ids.astype(object) for p in parts]) if parts else np.zeros(0, object)
+    values = np.concatenate([p.values for p in parts]) if parts else np.zeros(0)
     order = np.argsort(ids.astype(str), kind="stable")
-    keys = set().union(*(p[2].keys() for p in parts)) if parts else set()
-    extra = {k: np.concatenate([p[2][k] for p in parts if k in p[2]])[order] for k in keys}
+    keys = set().union(*(p.parts.keys() for p in parts)) if parts else set()
+    extra = {k: np.concatenate([p.parts[k] for p in parts if k in p.parts])[order] for k in keys}
     ids, values = ids[order], values[order]
     with measure_guard(measure):
         aggregate = measure.aggregate_from_parts(ids, values, extra)
-    return ids, values, aggregate
+    return MeasureValues(ids, values, aggregate)

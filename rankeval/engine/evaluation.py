@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 ENGINES = ("local", "dask")
 
-__all__ = ["ALL", "Results", "as_runs", "evaluate", "evaluate_results", "resolve_measures"]
+__all__ = ["ALL", "Block", "Results", "as_runs", "evaluate", "evaluate_results", "resolve_measures"]
 
 ALL = "all"
 COLUMNS = ["run", "query_id", "measure", "value"]
@@ -187,46 +187,68 @@ def evaluate(
     ).to_frame()
 
 
-@dataclass
-class Results:
-    """Evaluation results as plain columns (what :func:`evaluate` turns into a DataFrame).
+@dataclass(frozen=True)
+class Block:
+    """One run's values of one measure.
 
     Attributes:
-        rows: ``(run, query_id, measure, value)`` column arrays, in evaluation order: per run,
-            per measure, its queries (sorted) then the ``all`` aggregate.
+        run: the run's name.
+        measure: the measure's spec as given.
+        query_ids: the queries scored, sorted.
+        values: the per-query values, aligned with *query_ids*.
+        aggregate: the ``all`` value (the measure's aggregate of *values*).
+    """
+
+    run: str
+    measure: str
+    query_ids: np.ndarray
+    values: np.ndarray
+    aggregate: float
+
+
+@dataclass
+class Results:
+    """Evaluation results: one :class:`Block` per run and measure (what :func:`evaluate` turns
+    into a DataFrame).
+
+    Attributes:
+        blocks: in evaluation order: per run, per measure.
         integer_measures: names of count measures (printed without decimals).
         whole_measures: names of measures whose per-query values are whole numbers (printed
             without decimals per query; their aggregate is a mean).
     """
 
-    run: list[np.ndarray] = field(default_factory=list)
-    query_id: list[np.ndarray] = field(default_factory=list)
-    measure: list[np.ndarray] = field(default_factory=list)
-    value: list[np.ndarray] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
     integer_measures: set[str] = field(default_factory=set)
     whole_measures: set[str] = field(default_factory=set)
 
     def add(
         self, run: str, measure: str, query_ids: np.ndarray, values: np.ndarray, aggregate: float
     ) -> None:
-        """Append one run's and measure's per-query rows and its ``all`` row."""
-        n = len(query_ids)
-        self.run.append(np.full(n + 1, run, dtype=object))
-        self.query_id.append(np.concatenate([query_ids.astype(object), np.array([ALL], dtype=object)]))
-        self.measure.append(np.full(n + 1, measure, dtype=object))
-        self.value.append(np.concatenate([values.astype(np.float64), [aggregate]]))
+        """Append one run's and measure's per-query values and its aggregate."""
+        self.blocks.append(
+            Block(run, measure, np.asarray(query_ids), np.asarray(values, np.float64), float(aggregate))
+        )
 
     def columns(self) -> dict[str, np.ndarray]:
-        """The four columns, concatenated."""
-
-        def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
-            return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-
+        """Four columns ``run, query_id, measure, value``: each block's queries, then its
+        ``all`` row."""
+        if not self.blocks:
+            return {
+                "run": np.zeros(0, object),
+                "query_id": np.zeros(0, object),
+                "measure": np.zeros(0, object),
+                "value": np.zeros(0, np.float64),
+            }
+        sizes = [len(b.query_ids) + 1 for b in self.blocks]
+        all_row = np.array([ALL], dtype=object)
         return {
-            "run": cat(self.run, object),
-            "query_id": cat(self.query_id, object),
-            "measure": cat(self.measure, object),
-            "value": cat(self.value, np.float64),
+            "run": np.repeat(np.array([b.run for b in self.blocks], dtype=object), sizes),
+            "query_id": np.concatenate(
+                [np.concatenate([b.query_ids.astype(object), all_row]) for b in self.blocks]
+            ),
+            "measure": np.repeat(np.array([b.measure for b in self.blocks], dtype=object), sizes),
+            "value": np.concatenate([np.append(b.values, b.aggregate) for b in self.blocks]),
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -336,9 +358,9 @@ def _evaluate_dask(
     from rankeval.engine.distributed import DaskOptions, evaluate_partitioned
 
     per_run = evaluate_partitioned(qrels, _dask_runs(runs), computed, dask or DaskOptions(), options)
-    for name, results in per_run:
-        for measure, (query_ids, values, agg) in zip(measures, results, strict=True):
-            out.add(name, str(measure), query_ids, values, agg)
+    for run in per_run:
+        for measure, v in zip(measures, run.measures, strict=True):
+            out.add(run.name, str(measure), v.query_ids, v.values, v.aggregate)
 
 
 def _dask_runs(runs: Any) -> list[tuple[str | Path, Run | None]]:
