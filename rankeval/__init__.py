@@ -29,7 +29,9 @@ from rankeval.options import EvalOptions
 __version__ = "0.1.0"
 
 __all__ = [
+    "Block",
     "Candidates",
+    "Command",
     "Comparison",
     "CompatMode",
     "Domain",
@@ -48,6 +50,7 @@ __all__ = [
     "RankedLists",
     "RankevalError",
     "ResourceError",
+    "Results",
     "Row",
     "Run",
     "Sampler",
@@ -56,6 +59,7 @@ __all__ = [
     "__version__",
     "compare",
     "evaluate",
+    "evaluate_results",
     "hookimpl",
     "load_registry",
     "param",
@@ -67,7 +71,7 @@ __all__ = [
 if TYPE_CHECKING:
     from rankeval import segments
     from rankeval.comparison.compare import Comparison, compare
-    from rankeval.engine.evaluation import evaluate
+    from rankeval.engine.evaluation import Block, Results, evaluate, evaluate_results
     from rankeval.engine.random_ranking import (
         Candidates,
         RandomBaseline,
@@ -78,7 +82,7 @@ if TYPE_CHECKING:
     from rankeval.io.data import Qrels, Run
     from rankeval.measures.plugins import load_registry
     from rankeval.ranking.ranked_lists import RankedLists
-    from rankeval.report.formats import CompatMode, OutputFormat, Row
+    from rankeval.report.formats import Command, CompatMode, OutputFormat, Row
 
 
 def parse_measure(spec: str) -> Measure:
@@ -90,10 +94,10 @@ def parse_measure(spec: str) -> Measure:
 
 def __getattr__(name: str) -> Any:
     # heavy modules (pandas, pyarrow) load on first use, so `rankeval --help` starts fast
-    if name == "evaluate":
-        from rankeval.engine.evaluation import evaluate
+    if name in ("evaluate", "evaluate_results", "Results", "Block"):
+        from rankeval.engine import evaluation
 
-        return evaluate
+        return getattr(evaluation, name)
     if name in ("compare", "Comparison"):
         from rankeval.comparison import compare as comparison
 
@@ -106,7 +110,7 @@ def __getattr__(name: str) -> Any:
         from rankeval.io import data
 
         return getattr(data, name)
-    if name in ("OutputFormat", "CompatMode", "Row"):  # what register_formats / register_compat_modes take
+    if name in ("OutputFormat", "CompatMode", "Row", "Command"):  # what register_formats / register_compat_modes take
         from rankeval.report import formats as report
 
         return getattr(report, name)

@@ -15,7 +15,9 @@ Python over segments or rows.
 * :func:`segment_cumsum`, :func:`segment_exclusive_sum` — running sums within segments;
 * :func:`segment_grid` — per-row values scattered into a (segment x position) array, for
   row-wise numpy operations (products, maxima) within segments;
-* :func:`safe_divide` — ratios that are 0 where the denominator is not positive.
+* :func:`safe_divide` — ratios that are 0 where the denominator is not positive;
+* :func:`ordered_sum`, :func:`ordered_mean` — summaries over queries summed left to right, as
+  trec_eval sums them (so a mean prints the same digits as trec_eval's).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
+    "ordered_mean",
+    "ordered_sum",
     "safe_divide",
     "segment_blocks",
     "segment_cumsum",
@@ -145,3 +149,16 @@ def safe_divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     den = np.asarray(den, dtype=np.float64)
     out: np.ndarray = np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den > 0)
     return out
+
+
+def ordered_sum(values: np.ndarray) -> float:
+    """The sum of *values* in float64, added one after the other from the first, as trec_eval
+    (a C loop) adds per-query values; numpy's ``sum`` adds pairwise, which can differ in the
+    last bit and so, for a mean that falls half-way, in the 4th printed decimal."""
+    values = np.asarray(values, dtype=np.float64)
+    return float(np.cumsum(values)[-1]) if len(values) else 0.0
+
+
+def ordered_mean(values: np.ndarray) -> float:
+    """:func:`ordered_sum` divided by the number of values (NaN for none)."""
+    return ordered_sum(values) / len(values) if len(values) else float("nan")

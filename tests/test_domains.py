@@ -61,6 +61,14 @@ DOMAINS = {
     "cost": "[0, inf)",  # CS-DCG's C
     "p": "(0, 100]",  # recall@P%
     "r": "[0, 1]",  # reliability@r
+    "recall": "[0, 1]",  # IPrec's recall level
+    "mult": "(0, inf)",  # Rprec_mult's multiple of R
+    "beta": "[0, inf)",  # set_F's beta
+    "a": "(-inf, inf)",  # utility's coefficients
+    "b": "(-inf, inf)",
+    "c": "(-inf, inf)",
+    "d": "(-inf, inf)",
+    "num_docs": "[0, 9007199254740992]",  # utility's documents in the collection (trec_eval -N)
 }
 
 

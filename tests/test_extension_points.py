@@ -1,6 +1,8 @@
 """Extension points of the core that measure families implement: the random-ranking model
-(``random_model`` hook), output formats (``register_formats``) and compat modes
-(``register_compat_modes``); and the rule that the core imports no measure family."""
+(``random_model`` hook), output formats (``register_formats``), compat modes
+(``register_compat_modes``), sub-commands (``register_commands``), measure spellings
+(``expand_measures``) and naming conventions (``measure_name``); and the rule that the core
+imports no measure family."""
 
 from __future__ import annotations
 
@@ -86,6 +88,31 @@ def register_formats(register):
     register(OutputFormat("pipes", pipes, "run|query|measure|value"))
 
 
+def hello(name: str = "world") -> str:
+    if name == "bad":
+        from rankeval.errors import UsageError
+
+        raise UsageError("a bad name")
+    return f"hello {name}\\n"
+
+
+@hookimpl
+def register_commands(register):
+    from rankeval import Command
+
+    register(Command("hello", hello, "Say hello."))
+
+
+@hookimpl
+def expand_measures(text):
+    return [Hits(k=1), Hits(k=2)] if text == "hits12" else None
+
+
+@hookimpl
+def measure_name(measure, names):
+    return f"hits_{measure.k}" if names == "trec" and isinstance(measure, Hits) else None
+
+
 @hookimpl
 def register_compat_modes(register):
     double = CompatMode(
@@ -144,6 +171,32 @@ def test_third_party_format_through_the_cli_and_the_api(plugin, files) -> None:
         format_results(frame, "pipes", registry=load_registry(entry_points=False))
     result = invoke([q, r, "-m", "P@2", "-f", "pipes"])
     assert result.exit_code == 2 and "unknown format 'pipes'" in result.output
+
+
+def test_third_party_command(plugin, monkeypatch) -> None:
+    """A ``register_commands`` hook adds a sub-command, run inside the CLI's error boundary."""
+    import rankeval.measures.plugins as plugins
+
+    real = plugins.load_registry
+    monkeypatch.setattr(plugins, "load_registry", lambda *a, **k: real([plugin]))
+    result = invoke(["hello", "--name", "you"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "hello you\n"
+    result = invoke(["hello", "--name", "bad"])
+    assert result.exit_code == 2 and result.output == "rankeval: error: a bad name\n"
+    assert "hello" in invoke(["--help"]).stdout and "Say hello." in invoke(["--help"]).stdout
+
+
+def test_third_party_expansion_and_names(plugin, files) -> None:
+    """``expand_measures`` turns one spelling into several measures; ``measure_name`` names
+    them for ``--names trec`` (the trec plugin's own names stay as they are)."""
+    q, r, _ = files
+    result = invoke([q, r, "-p", plugin, "-m", "hits12", "-m", "P.2", "--names", "trec"])
+    assert result.exit_code == 0, result.output
+    assert [line.split("\t")[0].strip() for line in result.stdout.splitlines()] == ["hits_1", "hits_2", "P_2"]
+    registry = load_registry([plugin])
+    assert [str(m) for m in registry.parse_many("hits12")] == ["Hits@1", "Hits@2"]
+    assert [str(m) for m in registry.parse_many("hits12", {"rel": 2})] == ["Hits@1", "Hits@2"]  # no rel
 
 
 def test_third_party_compat_mode_same_in_the_cli_and_the_api(plugin, files) -> None:

@@ -393,7 +393,7 @@ def test_str_round_trip(cls: type[Measure], data: st.DataObject) -> None:
 # ------------------------------------------------------------------ ir_measures fallback
 @pytest.mark.parametrize(
     ("text", "expected_str"),
-    [("ERR@10", "ERR@10"), ("RBP(p=0.5,rel=1)", "RBP(p=0.5,rel=1)"), ("infAP", "infAP")],
+    [("ERR@10", "ERR@10"), ("RBP(p=0.5,rel=1)", "RBP(p=0.5,rel=1)"), ("Compat(p=0.8)", "Compat(p=0.8)")],
 )
 def test_ir_measures_name_resolves(registry, text: str, expected_str: str) -> None:
     m = registry.parse(text)

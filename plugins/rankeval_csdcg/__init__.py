@@ -32,7 +32,7 @@ import numpy as np
 
 from rankeval import Domain, Measure, hookimpl, param
 from rankeval.errors import InputError, RankevalWarning
-from rankeval.segments import segment_position
+from rankeval.segments import ordered_mean, segment_position
 
 if TYPE_CHECKING:
     from rankeval import RankedLists
@@ -413,8 +413,8 @@ class _Averaged(_CostSensitive):
         if len(defined) == 0:
             return float("nan")
         if self.agg == "gmean":
-            return float(np.exp(np.mean(np.log(np.maximum(defined, GMEAN_FLOOR)))))
-        return float(np.mean(defined))
+            return float(np.exp(ordered_mean(np.log(np.maximum(defined, GMEAN_FLOOR)))))
+        return ordered_mean(defined)
 
 
 @dataclass(frozen=True)

@@ -138,12 +138,6 @@ class IrMeasure(Measure):
             warnings.warn(RankevalWarning(f"{self} (ir_measures provider {provider}): {text}"), stacklevel=2)
         return out
 
-    def aggregate(self, values: np.ndarray) -> float:
-        """The mean over queries; the sum for counts (:class:`IrCount`), as ir_measures' SumAgg."""
-        if len(values) == 0:
-            return math.nan
-        return float(np.sum(values)) if self.integer else float(np.mean(values))
-
     def _failed(self, provider: str, reason: str) -> MeasureError:
         return MeasureError(
             f"measure {self} (plugin {PLUGIN}) failed: ir_measures provider {provider}: {clip(reason)}"

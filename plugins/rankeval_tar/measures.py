@@ -286,7 +286,7 @@ class RecallAt(TarMeasure):
             raise ValueError("recall@P% needs a percentage 0 < P <= 100, e.g. recall@10%")
 
     @classmethod
-    def from_spec(cls, spec: MeasureSpec, fixed: Any = None) -> Measure:
+    def from_spec(cls, spec: MeasureSpec, fixed: Any = None, defaults: Any = None) -> Measure:
         """As :meth:`Measure.from_spec`; the percentage may carry its ``%`` (``recall_pct@10%``)."""
 
         def plain(key: str | None, v: Value) -> Value:
@@ -296,7 +296,7 @@ class RecallAt(TarMeasure):
 
         at = None if spec.at is None else (spec.at[0], plain(spec.at[0], spec.at[1]))
         params = tuple((k, plain(k, v)) for k, v in spec.params)
-        return super().from_spec(MeasureSpec(spec.name, spec.text, spec.column, at, params), fixed)
+        return super().from_spec(MeasureSpec(spec.name, spec.text, spec.column, at, params), fixed, defaults)
 
     def __str__(self) -> str:
         extra = [

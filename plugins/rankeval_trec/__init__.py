@@ -13,26 +13,50 @@ plugin, so it doubles as the example of how to write one: ``classic`` holds the 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rankeval import Measure, hookimpl
 
 from .classic import AP, NDCG, RR, Bpref, Judged, NumRel, NumRelRet, NumRet, P, R, Rprec, Success
+from .graded import RNDCG, BinG, G, NDCGRel
+from .interpolated import IPrec, IPrecAvg
 from .random import random_model
+from .sampled import GMAP, GMBpref, InfAP
+from .sets import NumNonrelJudgedRet, RelativeP, RprecMult, SetAP, SetF, SetRelativeP, Utility
+
+if TYPE_CHECKING:
+    from rankeval import Command
 
 __all__ = [
     "AP",
+    "GMAP",
     "MEASURES",
     "NDCG",
+    "RNDCG",
     "RR",
+    "BinG",
     "Bpref",
+    "G",
+    "GMBpref",
+    "IPrec",
+    "IPrecAvg",
+    "InfAP",
     "Judged",
+    "NDCGRel",
+    "NumNonrelJudgedRet",
     "NumRel",
     "NumRelRet",
     "NumRet",
     "P",
     "R",
+    "RelativeP",
     "Rprec",
+    "RprecMult",
+    "SetAP",
+    "SetF",
+    "SetRelativeP",
     "Success",
+    "Utility",
     "random_model",
     "register_measures",
 ]
@@ -50,6 +74,22 @@ MEASURES: tuple[type[Measure], ...] = (
     NumRel,
     NumRelRet,
     Judged,
+    IPrec,
+    IPrecAvg,
+    InfAP,
+    GMAP,
+    GMBpref,
+    RprecMult,
+    Utility,
+    BinG,
+    G,
+    NDCGRel,
+    RNDCG,
+    RelativeP,
+    SetRelativeP,
+    SetAP,
+    SetF,
+    NumNonrelJudgedRet,
 )
 
 
@@ -58,3 +98,38 @@ def register_measures(register: Callable[[type[Measure]], None]) -> None:
     """Register the classic measures."""
     for cls in MEASURES:
         register(cls)
+
+
+# ------------------------------------------------------ trec_eval's names and command
+@hookimpl
+def register_commands(register: Callable[[Command], None]) -> None:
+    """``rankeval trec_eval``: trec_eval's command line (:mod:`rankeval_trec.command`)."""
+    from rankeval import Command
+
+    from .command import HELP, trec_eval_command
+
+    register(Command("trec_eval", trec_eval_command, HELP))
+
+
+@hookimpl
+def expand_measures(text: str) -> list[Measure] | None:
+    """trec_eval's spellings of one ``-m`` value: ``P.5,10``, ``ndcg_cut`` (its default
+    cutoffs), ``official``, ``all_trec``, ``set`` (the measures of :mod:`rankeval_trec.trec_names`
+    that rankeval computes: ``runid``, ``num_q`` and ``relstring`` are left out)."""
+    from rankeval.errors import SpecError
+
+    from .trec_names import expand
+
+    try:
+        found = expand(text)
+    except SpecError:
+        return None
+    return list(dict.fromkeys(m.measure for m in found if m.measure is not None))
+
+
+@hookimpl
+def measure_name(measure: Measure, names: str) -> str | None:
+    """trec_eval's name of a measure of this package (``--names trec``)."""
+    from .trec_names import trec_name
+
+    return trec_name(measure) if names == "trec" else None

@@ -17,6 +17,8 @@ import numpy as np
 from rankeval import Domain, Measure, param
 from rankeval.segments import safe_divide, segment_cumsum
 
+from .gains import GAINS_HELP, gained_rows, ideal, parse_gains
+
 if TYPE_CHECKING:
     from rankeval import RankedLists
 
@@ -63,7 +65,9 @@ class AP(Measure):
 @dataclass(frozen=True)
 class NDCG(Measure):
     """Normalised discounted cumulative gain, trec_eval's ``ndcg`` / ``ndcg_cut.k``: gain =
-    relevance grade, discount log2(rank + 1), ideal ranking of all judged documents."""
+    relevance grade, discount log2(rank + 1), ideal ranking of all judged documents. With
+    ``gains`` (trec_eval's ``ndcg.1=3,2=9``), a listed grade gains the given value instead
+    (other grades keep their own; the ideal ranking sorts the judged documents by gain)."""
 
     name: ClassVar[str] = "nDCG"
     at: ClassVar[str | None] = "k"
@@ -74,8 +78,15 @@ class NDCG(Measure):
 
     k: int | None = param(None, _CUTOFF)
     level: int = param(1, _LEVEL)
+    gains: str | None = param(None, GAINS_HELP)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        parse_gains(self.gains)  # a malformed gain map is a ValueError here
 
     def compute(self, data: RankedLists) -> np.ndarray:
+        if self.gains is not None:
+            return self._with_gains(data)
         rows = data.relevant_rows(np.nextafter(0, 1))  # gain = grade for grades > 0
         rank = data.rank_of(rows)
         discounted = data.relevance_of(rows) / np.log2(rank + 2.0)
@@ -90,6 +101,15 @@ class NDCG(Measure):
             data.judged_query(), weights=jgain / np.log2(jrank + 2.0), minlength=data.num_queries
         )
         return safe_divide(dcg, ideal)
+
+    def _with_gains(self, data: RankedLists) -> np.ndarray:
+        table = parse_gains(self.gains)
+        g = gained_rows(data, table)
+        discounted = g.discounted if self.k is None else g.discounted * (g.rank < self.k)
+        dcg = data.query_sum(g.rows, discounted)
+        best = ideal(data, table)
+        cut = best.count if self.k is None else np.full(data.num_queries, self.k)
+        return safe_divide(dcg, best.dcg_at(np.arange(data.num_queries), cut))
 
 
 @dataclass(frozen=True)

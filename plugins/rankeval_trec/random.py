@@ -191,11 +191,14 @@ def random_sampler(measure: Measure, cand: Candidates) -> Sampler:
 
 @hookimpl
 def random_model(measure: Measure) -> RandomModel | None:
-    """The closed forms of the classic measures under a random ordering (not of subclasses)."""
+    """The closed forms of the classic measures under a random ordering (not of subclasses,
+    nor of nDCG with a gain map)."""
     from functools import partial
 
     from rankeval import RandomModel
 
     if type(measure) not in _EXACT:
         return None
+    if isinstance(measure, NDCG) and measure.gains is not None:
+        return None  # the closed forms take the grade as the gain
     return RandomModel(partial(random_expectation, measure), partial(random_sampler, measure))

@@ -36,13 +36,59 @@ from rankeval.report.formats import FORMATS as BUILTIN_FORMATS
 
 
 class _DefaultGroup(TyperGroup):
-    """A group whose first argument, when it is not a command name, starts ``evaluate``."""
+    """A group whose first argument, when it is not a command name, starts ``evaluate``; the
+    commands of plugins (``register_commands`` hook) are added when they may be asked for."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and _may_be_command(args[0]) and args[0] not in self.commands:
+            self._add_plugin_commands()
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
             # anything else (a qrels path, or an option of evaluate) starts the default command
             args = ["evaluate", *args]
         return super().parse_args(ctx, args)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._add_plugin_commands()
+        super().format_help(ctx, formatter)
+
+    def _add_plugin_commands(self) -> None:
+        from rankeval.measures.plugins import load_registry
+
+        try:
+            registry = load_registry()
+        except RankevalError:  # a broken plugin: its commands are not offered
+            return
+        for name, (_, command) in plugin_commands(registry).items():
+            if name not in self.commands:
+                self.add_command(typer.main.get_command_from_info(
+                    typer.models.CommandInfo(name=name, help=command.help, callback=_run_plugin(command)),
+                    pretty_exceptions_short=True,
+                    rich_markup_mode=None,
+                ), name)
+
+
+def _may_be_command(arg: str) -> bool:
+    """A command name, not a path or an option (a path has a '.' or a '/')."""
+    return arg.replace("_", "").replace("-", "").isalnum() and not arg.startswith("-")
+
+
+def plugin_commands(registry: Any) -> dict[str, tuple[str, Any]]:
+    """``{name: (plugin, Command)}`` of the commands *registry*'s plugins add."""
+    from rankeval.report.formats import Command, plugin_items
+
+    return plugin_items(registry, "register_commands", Command, dict.fromkeys(BUILTIN_COMMANDS, "rankeval"))
+
+
+def _run_plugin(command: Any) -> Any:
+    """The command's function inside the CLI's error boundary, its text on standard output."""
+    import functools
+
+    @functools.wraps(command.function)
+    def run(*args: Any, **kwargs: Any) -> None:
+        with handled(), warnings_to_stderr():
+            emit(command.function(*args, **kwargs), None)
+
+    return run
 
 
 app = typer.Typer(
@@ -153,6 +199,19 @@ def evaluate_cmd(
         ),
     ] = False,
     max_docs: MaxDocsOption = None,
+    rel_level: Annotated[
+        int | None,
+        typer.Option(
+            "-l",
+            "--rel-level",
+            help="Minimum grade counted as relevant, for every measure with a rel parameter that "
+            "its spec does not set (trec_eval -l; default: each measure's own, 1 for trec_eval's).",
+        ),
+    ] = None,
+    names: Annotated[
+        str,
+        typer.Option("--names", help="Measure names printed: rankeval (the specs) or trec (trec_eval's: map, P_10)."),
+    ] = "rankeval",
     nest_sep: NestSepOption = "/",
     on_duplicate: Annotated[
         str | None,
@@ -213,10 +272,12 @@ def evaluate_cmd(
         check_outputs([("-o", output)], [qrels, *runs, docinfo])
         if registry is None:
             registry = cli_registry([*p, *plugin])
-        measures = parse_measures(registry, measure)
+        measures = parse_measures(registry, measure, None if rel_level is None else {"rel": rel_level})
         from rankeval.engine.evaluation import ENGINES, evaluate_results
+        from rankeval.measures.plugins import NAMES, measure_names
 
         check_choice("--engine", engine, ENGINES)
+        check_choice("--names", names, NAMES)
         options = eval_options(no_missing_zero, nest_sep, max_docs, on_duplicate, docinfo, compat)
         qrels_obj, options = read_qrels(qrels, options)
         dask_options = None
@@ -241,6 +302,8 @@ def evaluate_cmd(
                 dask=dask_options,
                 registry=registry,
             )
+        if names != "rankeval":
+            results = results.renamed(measure_names(measures, names, registry))
         emit(format_results(results, fmt, per_query=per_query, precision=digits, registry=registry), output)
 
 
@@ -362,3 +425,5 @@ def convert_cmd(
 
 # the compare command lives in its own module (which does not import this one)
 app.command("compare")(compare_cmd)
+
+BUILTIN_COMMANDS = ("evaluate", "measures", "plugins", "convert", "compare")

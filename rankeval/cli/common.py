@@ -244,9 +244,10 @@ def require_measures(specs: list[str], hint: str = "") -> None:
         raise UsageError(f"no measure given; use -m SPEC (e.g. -m AP -m nDCG@10){hint}")
 
 
-def parse_measures(registry: Any, specs: list[str]) -> list[Any]:
-    """The measures of the ``-m`` options."""
-    return [m for spec in specs for m in registry.parse_many(spec)]
+def parse_measures(registry: Any, specs: list[str], defaults: dict[str, Any] | None = None) -> list[Any]:
+    """The measures of the ``-m`` options (*defaults*: parameter values that replace the class
+    defaults, e.g. ``rel`` from ``-l``)."""
+    return [m for spec in specs for m in registry.parse_many(spec, defaults)]
 
 
 def read_qrels(qrels: str, options: EvalOptions) -> tuple[Qrels, EvalOptions]:

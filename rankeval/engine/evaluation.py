@@ -230,6 +230,16 @@ class Results:
             Block(run, measure, np.asarray(query_ids), np.asarray(values, np.float64), float(aggregate))
         )
 
+    def renamed(self, names: dict[str, str]) -> Results:
+        """These results with each measure *m* labelled ``names.get(m, m)`` (``--names``)."""
+        from dataclasses import replace
+
+        return Results(
+            [replace(b, measure=names.get(b.measure, b.measure)) for b in self.blocks],
+            {names.get(m, m) for m in self.integer_measures},
+            {names.get(m, m) for m in self.whole_measures},
+        )
+
     def columns(self) -> dict[str, np.ndarray]:
         """Four columns ``run, query_id, measure, value``: each block's queries, then its
         ``all`` row."""

@@ -207,7 +207,7 @@ class Qrels:
             return cls.from_ir_datasets(str(source))
         name = io.source_name(source)
         if str(source).endswith(".parquet") and kind in ("file", "directory"):  # `convert --to parquet`
-            return cls(_read_parquet_qrels(source), name)
+            return cls(io.read_parquet_qrels(source), name)
         if htbg_json.is_json(source):
             import pyarrow as pa
 
@@ -348,6 +348,34 @@ class Run:
     def frame(self) -> pd.DataFrame:
         """The run as a pandas DataFrame (file order)."""
         return self.table.to_pandas()
+
+    def with_float32_scores(self) -> Run:
+        """This run with every score rounded to the nearest float32, as trec_eval 9 reads
+        scores (``atof`` into a ``float``): two scores that differ only beyond float32's
+        precision then tie, and the tie is broken by docno as trec_eval does."""
+        import numpy as np
+        import pyarrow as pa
+
+        scores = self.table.column("score").to_numpy().astype(np.float32).astype(np.float64)
+        table = self.table.set_column(
+            self.table.column_names.index("score"), "score", pa.array(scores, pa.float64())
+        )
+        return Run(table, self.name, self.source, self.lines, self.tie_break)
+
+    def judged_only(self, qrels: Qrels) -> Run:
+        """This run without the documents the qrels do not judge for their query (any grade),
+        as trec_eval ``-J`` removes them before any calculation."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        def keys(table: pa.Table) -> pa.Array:
+            qid = table.column("query_id").cast(pa.string())
+            return pc.binary_join_element_wise(qid, table.column("doc_id").cast(pa.string()), "\x00")
+
+        keep = pc.is_in(keys(self.table), value_set=keys(qrels.table))
+        table = self.table.filter(keep)
+        lines = None if self.lines is None else self.lines[keep.to_numpy(zero_copy_only=False)]
+        return Run(table, self.name, self.source, lines, self.tie_break)
 
     @classmethod
     def read(cls, source: str | Path, name: str | None = None) -> Run:
@@ -493,47 +521,6 @@ def _floats(values: Any, what: str, source: str) -> Any:
         return values.astype("float64")
     except (TypeError, ValueError) as exc:
         raise UsageError(f"the {what} column is not numeric: {clip(str(exc), 100)}", source=source) from None
-
-
-def _read_parquet_qrels(source: str | Path) -> pa.Table:
-    """Qrels written by ``rankeval convert --to parquet``, checked as a qrels file is."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    name = io.source_name(source)
-    with inputs.reading(source, "qrels"):
-        try:
-            table = pq.read_table(source)
-        except pa.ArrowException as exc:
-            if isinstance(exc, (OSError, MemoryError)):
-                raise
-            raise InputError(f"not a readable Parquet file: {clip(str(exc), 100)}", source=name) from None
-        missing = {"query_id", "iteration", "doc_id", "relevance", "line"} - set(table.column_names)
-        if missing:
-            raise InputError(
-                f"not a rankeval qrels Parquet file: no column(s) {sorted(missing)}", source=name
-            )
-        if table.num_rows == 0:
-            raise InputError("no judgments: the Parquet file has no rows", source=name)
-        try:
-            table = table.set_column(
-                table.column_names.index("relevance"),
-                "relevance",
-                table.column("relevance").cast(pa.float64()),
-            )
-            for key in ("query_id", "iteration", "doc_id"):
-                table = table.set_column(
-                    table.column_names.index(key), key, table.column(key).cast(pa.string())
-                )
-            table = table.set_column(
-                table.column_names.index("line"), "line", table.column("line").cast(pa.int64())
-            )
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise InputError(
-                f"not a rankeval qrels Parquet file: {clip(str(exc), 100)}", source=name
-            ) from None
-        io.check_judgments(table, name)
-    return table
 
 
 def _looks_like_dataset_id(text: str) -> bool:

@@ -37,7 +37,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rankeval.errors import InputError
+from rankeval.errors import InputError, clip
 from rankeval.io import inputs
 from rankeval.io.fast_run import dictionary_encode, read_run_fast
 from rankeval.io.inputs import source_name
@@ -64,6 +64,7 @@ __all__ = [
     "parse_run",
     "read_bytes",
     "read_docinfo_table",
+    "read_parquet_qrels",
     "read_qrels_table",
     "read_run_table",
     "source_name",
@@ -421,3 +422,44 @@ def read_docinfo_table(source: str | Path) -> pa.Table:
                 )
         columns.update(_attributes(lines, 1, "after the docno", reserved=set(RESERVED)))
         return pa.table(columns)
+
+
+def read_parquet_qrels(source: str | Path) -> pa.Table:
+    """Qrels written by ``rankeval convert --to parquet``, checked as a qrels file is."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    name = source_name(source)
+    with inputs.reading(source, "qrels"):
+        try:
+            table = pq.read_table(source)
+        except pa.ArrowException as exc:
+            if isinstance(exc, (OSError, MemoryError)):
+                raise
+            raise InputError(f"not a readable Parquet file: {clip(str(exc), 100)}", source=name) from None
+        missing = {"query_id", "iteration", "doc_id", "relevance", "line"} - set(table.column_names)
+        if missing:
+            raise InputError(
+                f"not a rankeval qrels Parquet file: no column(s) {sorted(missing)}", source=name
+            )
+        if table.num_rows == 0:
+            raise InputError("no judgments: the Parquet file has no rows", source=name)
+        try:
+            table = table.set_column(
+                table.column_names.index("relevance"),
+                "relevance",
+                table.column("relevance").cast(pa.float64()),
+            )
+            for key in ("query_id", "iteration", "doc_id"):
+                table = table.set_column(
+                    table.column_names.index(key), key, table.column(key).cast(pa.string())
+                )
+            table = table.set_column(
+                table.column_names.index("line"), "line", table.column("line").cast(pa.int64())
+            )
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise InputError(
+                f"not a rankeval qrels Parquet file: {clip(str(exc), 100)}", source=name
+            ) from None
+        check_judgments(table, name)
+    return table

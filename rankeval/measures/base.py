@@ -296,12 +296,13 @@ class Measure:
         raise NotImplementedError
 
     def aggregate(self, values: np.ndarray) -> float:
-        """Summary over queries (mean; counts are summed, as trec_eval does)."""
-        import numpy as np
+        """Summary over queries: the mean, or the sum for counts (``integer``), added left to
+        right in query order as trec_eval adds them (:func:`rankeval.segments.ordered_sum`)."""
+        from rankeval.segments import ordered_mean, ordered_sum
 
         if len(values) == 0:
             return math.nan
-        return float(np.sum(values)) if self.integer else float(np.mean(values))
+        return ordered_sum(values) if self.integer else ordered_mean(values)
 
     def aggregate_parts(
         self, data: RankedLists, values: np.ndarray, queries: np.ndarray
@@ -385,11 +386,19 @@ class Measure:
 
     # -- construction from a parsed spec ----------------------------------------------
     @classmethod
-    def from_spec(cls, spec: MeasureSpec, fixed: Mapping[str, Any] | None = None) -> Measure:
-        """Build the measure from a parsed spec, converting and checking parameter values."""
+    def from_spec(
+        cls,
+        spec: MeasureSpec,
+        fixed: Mapping[str, Any] | None = None,
+        defaults: Mapping[str, Any] | None = None,
+    ) -> Measure:
+        """Build the measure from a parsed spec, converting and checking parameter values;
+        *fixed* values (an alias's) cannot be given again, *defaults* (e.g. ``rel`` from
+        ``-l``) replace the class's defaults of the parameters the measure has."""
         infos = {p.name: p for p in cls.params()}
         valid = ", ".join(f"{p.name} ({p.type_name}, default {p.default})" for p in infos.values())
-        values: dict[str, Any] = dict(fixed or {})
+        values: dict[str, Any] = {k: v for k, v in (defaults or {}).items() if k in infos}
+        values.update(fixed or {})
         given: dict[str, int] = {}
         items: list[tuple[str | None, Value]] = list(spec.params)
         if spec.at is not None:

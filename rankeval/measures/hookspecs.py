@@ -10,7 +10,7 @@ import pluggy
 if TYPE_CHECKING:
     from rankeval.engine.random_ranking import RandomModel
     from rankeval.measures.base import Measure
-    from rankeval.report.formats import CompatMode, OutputFormat
+    from rankeval.report.formats import Command, CompatMode, OutputFormat
 
 hookspec = pluggy.HookspecMarker("rankeval")
 hookimpl = pluggy.HookimplMarker("rankeval")
@@ -39,3 +39,19 @@ def register_compat_modes(register: Callable[[CompatMode], None]) -> None:
 @hookspec(firstresult=True)
 def random_model(measure: Measure) -> RandomModel | None:
     """Return the random-ranking closed forms of *measure* (a ``RandomModel``), or ``None``."""
+
+
+@hookspec
+def register_commands(register: Callable[[Command], None]) -> None:
+    """Register ``rankeval`` sub-commands by calling ``register(Command(...))`` for each."""
+
+
+@hookspec(firstresult=True)
+def expand_measures(text: str) -> list[Measure] | None:
+    """Return the measures a spelling names that the registry cannot parse (a measure set,
+    a parameter list such as trec_eval's ``P.5,10``), or ``None``."""
+
+
+@hookspec(firstresult=True)
+def measure_name(measure: Measure, names: str) -> str | None:
+    """Return *measure*'s name in the naming convention *names* (e.g. ``"trec"``), or ``None``."""

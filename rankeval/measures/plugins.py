@@ -24,16 +24,19 @@ import pluggy
 
 from rankeval.errors import PluginError, RankevalError, clip
 from rankeval.measures import hookspecs
+from rankeval.measures.base import Measure
 from rankeval.measures.registry import PLUGIN_FAULTS, Registry
 
 __all__ = [
     "DEFAULT_PLUGINS",
     "DISABLE_AUTOLOAD_ENV",
     "ENTRY_POINT_GROUP",
+    "NAMES",
     "autoload_disabled",
     "hook_impls",
     "load_registry",
     "make_plugin_manager",
+    "measure_names",
     "plugin_guard",
 ]
 
@@ -140,3 +143,23 @@ def plugin_guard(plugin: str, action: str) -> Iterator[None]:
         raise
     except (Exception, SystemExit) as exc:
         raise PluginError(f"plugin {plugin} failed {action}: {clip(_fault(exc))}") from exc
+
+
+#: naming conventions of ``--names``: rankeval's specs, or one a plugin's ``measure_name`` knows
+NAMES = ("rankeval", "trec")
+
+
+def measure_names(measures: list[Measure], names: str, registry: Registry) -> dict[str, str]:
+    """``{str(measure): name}``: each measure's name in the convention *names* (``"trec"``:
+    trec_eval's, from the ``measure_name`` hooks), or its spec when no plugin names it."""
+    out: dict[str, str] = {}
+    impls = hook_impls(registry, "measure_name")
+    for measure in measures:
+        out[str(measure)] = str(measure)
+        for plugin, function in impls:
+            with plugin_guard(plugin, "measure_name"):
+                found = function(measure=measure, names=names)
+            if found is not None:
+                out[str(measure)] = str(found)
+                break
+    return out

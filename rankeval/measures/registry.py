@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["PLUGIN_FAULTS", "MeasureEntry", "Registry"]
 
 _TREC_CUT = re.compile(r"^(?P<base>.+?)[._](?P<k>\d+)$")
+_TREC_FORM = re.compile(r"^(?P<name>[A-Za-z0-9_]+)(\.[^\s()@]*)?$")  # trec_eval's -m NAME[.PARAMS]
 
 PLUGIN_FAULTS = (Exception, SystemExit, KeyboardInterrupt)
 """What a plugin's own code may raise while it is imported or registers its measures and still
@@ -178,19 +179,50 @@ class Registry:
             )
         return measures[0]
 
-    def parse_many(self, text: str) -> list[Measure]:
-        """Parse whitespace-separated specs (``"AP nDCG@10 P@5"``)."""
-        return [self.resolve(spec) for spec in parse_specs(text)]
+    def parse_many(self, text: str, defaults: Mapping[str, Any] | None = None) -> list[Measure]:
+        """Parse whitespace-separated specs (``"AP nDCG@10 P@5"``), or one spelling that an
+        ``expand_measures`` hook turns into several measures (trec_eval's ``P.5,10``,
+        ``ndcg_cut``, ``official``: :meth:`expand`). *defaults* replace the class defaults of
+        the parameters a spec does not set (``{"rel": 2}`` for trec_eval's ``-l 2``)."""
+        expanded = self.expand(text)
+        if expanded is not None:
+            return [_with_defaults(m, defaults) for m in expanded]
+        return [self.resolve(spec, defaults) for spec in parse_specs(text)]
 
-    def resolve(self, spec: MeasureSpec) -> Measure:
+    def expand(self, text: str) -> list[Measure] | None:
+        """The measures an ``expand_measures`` hook gives for *text*, if *text* is one token in
+        trec_eval's form (``name[.params]``, no ``@`` or parentheses) that is not a registered
+        name here, or that has a parameter list (``P.5,10``); else ``None``."""
+        token = text.strip()
+        m = _TREC_FORM.match(token)
+        if m is None or self.pm is None:
+            return None
+        if "," not in token and (m.group("name") in self.measures or m.group("name") in self.aliases):
+            return None
+        for impl in reversed(self.pm.hook.expand_measures.get_hookimpls()):
+            plugin = impl.plugin_name
+            try:
+                found = impl.function(text=token)
+            except RankevalError:
+                raise
+            except PLUGIN_FAULTS as exc:
+                raise PluginError(f"plugin {plugin} failed expanding measure spec {token!r}: {_reason(exc)}") from exc
+            if found is not None:
+                measures = [self._accept(f, plugin, token) for f in found] if isinstance(found, list) else [None]
+                if None in measures or not measures:
+                    raise PluginError(f"plugin {plugin} expanded {token!r} to {clip(repr(found))}, not a list of measures")
+                return [m for m in measures if m is not None]
+        return None
+
+    def resolve(self, spec: MeasureSpec, defaults: Mapping[str, Any] | None = None) -> Measure:
         """Turn a parsed spec into a measure: names, then aliases, then trec_eval
         ``name.N`` forms, then the ``resolve_measure`` hook (ir_measures)."""
         name = spec.name
         if name in self.measures:
-            return self._build(self.measures[name], spec)
+            return self._build(self.measures[name], spec, None, defaults)
         if name in self.aliases:
             target, fixed = self.aliases[name]
-            return self._build(self.measures[target], spec, fixed)
+            return self._build(self.measures[target], spec, fixed, defaults)
         m = _TREC_CUT.match(name)
         if m and m.group("base") in self.prefixes:
             if spec.at is not None:
@@ -198,23 +230,27 @@ class Registry:
             entry = self.measures[self.prefixes[m.group("base")]]
             cut = Value("number", m.group("k"), spec.column + m.start("k"), float(m.group("k")))
             return self._build(
-                entry, MeasureSpec(entry.cls.name, spec.text, spec.column, (None, cut), spec.params)
+                entry, MeasureSpec(entry.cls.name, spec.text, spec.column, (None, cut), spec.params), None, defaults
             )
         found = self._ask_resolvers(spec.text)
         if found is not None:
             return found
-        known = sorted(set(self.measures) | set(self.aliases))
+        known = sorted(set(self.measures) | set(self.aliases) | set(self.prefixes))
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else "; `rankeval measures` lists them"
         raise spec.error(f"unknown measure {name!r}{hint}")
 
     def _build(
-        self, entry: MeasureEntry, spec: MeasureSpec, fixed: Mapping[str, Any] | None = None
+        self,
+        entry: MeasureEntry,
+        spec: MeasureSpec,
+        fixed: Mapping[str, Any] | None = None,
+        defaults: Mapping[str, Any] | None = None,
     ) -> Measure:
         """``from_spec`` of a registered class: the parameter checks are the core's, but the
         class's own ``__post_init__`` (or a broken annotation) is the plugin's code."""
         try:
-            return entry.cls.from_spec(spec, fixed)
+            return entry.cls.from_spec(spec, fixed, defaults)
         except RankevalError:
             raise
         except Exception as exc:
@@ -256,3 +292,10 @@ class Registry:
             )
         self._resolved.setdefault(type(found), plugin)
         return found
+
+
+def _with_defaults(measure: Measure, defaults: Mapping[str, Any] | None) -> Measure:
+    """*measure* with *defaults* for the parameters it has (an expanded measure sets none)."""
+    fields = {f.name for f in dataclasses.fields(measure)}
+    chosen = {k: v for k, v in (defaults or {}).items() if k in fields}
+    return dataclasses.replace(measure, **chosen) if chosen else measure

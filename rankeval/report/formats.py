@@ -29,6 +29,7 @@ __all__ = [
     "FORMATS",
     "MAX_PRECISION",
     "TEX_ESCAPES",
+    "Command",
     "CompatMode",
     "OutputFormat",
     "Row",
@@ -157,6 +158,24 @@ class OutputFormat:
 
 
 @dataclass(frozen=True)
+class Command:
+    """A ``rankeval`` sub-command a plugin adds (``register_commands`` hook).
+
+    Attributes:
+        name: the command's name (``rankeval NAME ...``).
+        function: a function whose parameters are typer arguments and options (annotated
+            with ``typer.Argument`` / ``typer.Option``) and which returns the text to print on
+            standard output; it raises :class:`~rankeval.errors.RankevalError` subclasses for
+            bad input or usage, which the CLI reports as for its own commands.
+        help: one line for ``rankeval --help``.
+    """
+
+    name: str
+    function: Callable[..., str]
+    help: str = ""
+
+
+@dataclass(frozen=True)
 class CompatMode:
     """A mode of ``--compat`` / ``evaluate(compat=...)`` that a plugin adds
     (``register_compat_modes`` hook), to reproduce another tool's output.
@@ -179,7 +198,7 @@ class CompatMode:
 
 
 def plugin_items(
-    registry: Registry, hook: str, kind: type[OutputFormat] | type[CompatMode], taken: dict[str, str]
+    registry: Registry, hook: str, kind: type[OutputFormat | CompatMode | Command], taken: dict[str, str]
 ) -> dict[str, tuple[str, Any]]:
     """``{name: (plugin, item)}``: what the *hook* implementations of *registry*'s plugins
     register (instances of *kind*, built-in plugins first). A name registered twice, or

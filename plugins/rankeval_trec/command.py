@@ -1,0 +1,292 @@
+"""``rankeval trec_eval``: trec_eval 9.0.8's command line and output, computed by rankeval.
+
+The measures come from :mod:`rankeval_trec.trec_names` (trec_eval's table, names, parameter
+forms and nicknames); the values from :func:`rankeval.evaluate_results`. In this mode
+trec_eval's own behaviour is reproduced on purpose (see ``docs/trec_eval.md``): scores read as
+float32, queries sorted as strings, means summed left to right over the evaluated queries,
+``-c`` averaging over every query of the qrels (``num_q`` and ``num_rel`` counting them too),
+``runid`` from the run's tag column, and trec_eval's number formats.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, ClassVar
+
+import numpy as np
+import typer
+
+from rankeval import Domain, EvalOptions, Measure, Qrels, Run, evaluate_results, param
+from rankeval.errors import InputError, UsageError
+from rankeval.segments import ordered_sum
+
+from .trec_names import TrecMeasure, expand_all
+
+if TYPE_CHECKING:
+    from rankeval import RankedLists
+
+__all__ = ["GradeAt", "trec_eval", "trec_eval_command"]
+
+VERSION = "9.0.8"
+MIN_GEO_MEAN = 0.00001  # trec_eval's floor of a value in a geometric mean
+NONPOOL, OUT_OF_LIST = -1000.0, -2000.0  # GradeAt codes: not in the qrels; past the list's end
+
+
+@dataclass(frozen=True)
+class GradeAt(Measure):
+    """The qrels grade of the document at 0-based rank ``pos`` of each query (``relstring``):
+    its grade, -1000 if the qrels do not judge it, -2000 if the ranking is shorter."""
+
+    name: ClassVar[str] = "trec_eval.grade_at"
+
+    pos: int = param(0, "0-based rank", domain=Domain(0, 2**31 - 1))
+
+    def compute(self, data: RankedLists) -> np.ndarray:
+        out = np.full(data.num_queries, OUT_OF_LIST)
+        at = data.rank == self.pos
+        grade = np.where(np.isnan(data.relevance), NONPOOL, data.relevance)
+        out[data.query[at]] = grade[at]
+        return out
+
+
+def _with_num_docs(entry: TrecMeasure, num_docs: int) -> TrecMeasure:
+    """*entry* with trec_eval's ``-N`` given to its measure if it reads it (``utility``)."""
+    import dataclasses
+
+    m = entry.measure
+    if m is None or "num_docs" not in {f.name for f in dataclasses.fields(m)}:
+        return entry
+    return dataclasses.replace(entry, measure=dataclasses.replace(m, num_docs=num_docs))
+
+
+def _num_rel_any_level() -> Measure:
+    from rankeval_trec import NumRel
+
+    return NumRel(rel=1)
+
+
+def _relstring(grades: np.ndarray) -> str:
+    """trec_eval's relstring characters of one query's grades (top first)."""
+    chars = []
+    for g in grades:
+        if g == OUT_OF_LIST:
+            break
+        if g == NONPOOL:
+            chars.append("-")
+        elif g > 9:
+            chars.append(">")
+        elif g >= 0:
+            chars.append(str(int(g)))
+        elif g == -1:  # judged -1 in the qrels: in the pool, not judged (infAP's sampling)
+            chars.append(".")
+        else:
+            chars.append("<")
+    return "'" + "".join(chars) + "'"
+
+
+def _line(name: str, qid: str, text: str) -> str:
+    return f"{name:<22}\t{qid}\t{text}\n"
+
+
+def _number(entry: TrecMeasure, value: float) -> str:
+    if entry.kind == "long":
+        return str(math.trunc(value))
+    return f"{value:6.4f}"
+
+
+def trec_eval(
+    qrels: str | Path,
+    run: str | Path,
+    measures: list[str] | None = None,
+    *,
+    per_query: bool = False,
+    complete: bool = False,
+    summary: bool = True,
+    rel_level: int = 1,
+    max_docs: int | None = None,
+    judged_only: bool = False,
+    num_docs: int | None = None,
+    zscores: str | Path | None = None,
+) -> str:
+    """What ``trec_eval`` prints for these options (``-m`` values, ``-q``, ``-c``, ``-n``
+    (``summary=False``), ``-l``, ``-M``, ``-J``, ``-N`` (*num_docs*, read by ``utility``),
+    ``-Z``), byte for byte.
+
+    Raises:
+        SpecError: an unknown measure or bad parameters.
+        InputError: bad qrels or run; no query with both results and judgments.
+    """
+    entries = expand_all(list(measures or []), rel=rel_level)
+    if num_docs:
+        entries = [_with_num_docs(e, num_docs) for e in entries]
+    qrels_obj = Qrels.read(qrels)
+    run_obj = Run.read(run).with_float32_scores()
+    run_queries = set(run_obj.table.column("query_id").unique().to_pylist())
+    tags = run_obj.table.column("tag")
+    runid = str(tags[0].as_py()) if len(tags) else ""
+    if judged_only:
+        run_obj = run_obj.judged_only(qrels_obj)
+    lengths = [int(e.param) for e in entries if e.family == "relstring" and e.param is not None]
+    grade_at = [GradeAt(pos=p) for p in range(max(lengths, default=0))]
+    computed: list[Measure] = [e.measure for e in entries if e.measure is not None]
+    # -c: trec_eval's summary num_rel counts the relevant documents (grade >= 1, whatever -l)
+    # of every query of the qrels
+    all_rel = _num_rel_any_level() if complete and any(e.family == "num_rel" for e in entries) else None
+    computed = list(dict.fromkeys([*computed, *grade_at, *([all_rel] if all_rel else [])]))
+    options = EvalOptions(missing_zero=True, nest_sep=None, max_docs=max_docs)
+    blocks = evaluate_results(qrels_obj, run_obj, computed, options=options).blocks if computed else []
+    values = {b.measure: b.values for b in blocks}
+    qrels_ids = np.asarray(sorted(set(qrels_obj.table.column("query_id").unique().to_pylist())), dtype=object)
+    present = np.array([q in run_queries for q in qrels_ids], dtype=bool)
+    if not present.any():
+        raise InputError("no queries with both results and relevance info", source=str(run))
+    if blocks:
+        assert list(blocks[0].query_ids) == list(qrels_ids)
+    z = _read_zscores(zscores) if zscores is not None else None
+    per = {}
+    for e in entries:
+        if e.measure is not None:
+            v = values[str(e.measure)]
+            per[e.name] = v if z is None else _zscore(z, e.name, qrels_ids, v)
+    summary_of = dict(per)
+    if all_rel is not None:
+        summary_of.update({e.name: values[str(all_rel)] for e in entries if e.family == "num_rel"})
+    out: list[str] = []
+    if per_query:
+        for i in np.flatnonzero(present):
+            qid = str(qrels_ids[i])
+            for e in entries:
+                if not e.per_query:
+                    continue
+                if e.family == "relstring":
+                    grades = np.array([values[str(g)][i] for g in grade_at[: int(e.param or 0)]])
+                    out.append(_line(e.name, qid, _relstring(grades)))
+                else:
+                    out.append(_line(e.name, qid, _number(e, float(per[e.name][i]))))
+    if summary:
+        n = int(len(qrels_ids) if complete else present.sum())
+        used = np.ones(len(qrels_ids), bool) if complete else present
+        for e in entries:
+            if not e.summary:
+                continue
+            if e.family == "runid":
+                out.append(_line(e.name, "all", runid))
+            elif e.family == "num_q":
+                out.append(_line(e.name, "all", str(n)))
+            else:
+                out.append(_line(e.name, "all", _number(e, _summary(e, summary_of[e.name], present, used, n))))
+    return "".join(out)
+
+
+def _summary(e: TrecMeasure, values: np.ndarray, present: np.ndarray, used: np.ndarray, n: int) -> float:
+    """trec_eval's summary of one measure: counts summed, geometric means over the logs,
+    other values summed left to right over the evaluated queries and divided by *n*."""
+    if e.kind == "long":
+        return ordered_sum(values[used])
+    if e.family in ("gm_map", "gm_bpref"):
+        # the logs of the evaluated queries, then those of the missing ones (-c): log(floor)
+        logs = ordered_sum(np.log(np.maximum(values[present], MIN_GEO_MEAN)))
+        logs += (n - int(present.sum())) * math.log(MIN_GEO_MEAN)
+        return math.exp(logs / n)
+    return ordered_sum(values[present]) / n
+
+
+def _read_zscores(path: str | Path) -> dict[tuple[str, str], tuple[float, float]]:
+    """trec_eval ``-Z``: lines ``qid measure_name mean std_dev``."""
+    out: dict[tuple[str, str], tuple[float, float]] = {}
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read the Z-score file: {exc.strerror}", source=str(path)) from None
+    for number, line in enumerate(text.splitlines(), 1):
+        fields = line.split()
+        if not fields:
+            continue
+        try:
+            qid, name, mean, std = fields
+            out[(qid, name)] = (float(mean), float(std))
+        except ValueError:
+            raise InputError(
+                "expected 'qid measure_name mean std_dev'", source=str(path), line=number, text=line
+            ) from None
+    return out
+
+
+def _zscore(
+    z: dict[tuple[str, str], tuple[float, float]], name: str, qids: np.ndarray, values: np.ndarray
+) -> np.ndarray:
+    """Each query's value as a Z score; -1000000 where the file has no mean (trec_eval's)."""
+    out = np.full(len(values), -1000000.0)
+    for i, qid in enumerate(qids):
+        found = z.get((str(qid), name))
+        if found is not None:
+            mean, std = found
+            out[i] = (values[i] - mean) / std if std else 0.0
+    return out
+
+
+HELP = (
+    "trec_eval 9.0.8's command line: the same measures, names, order and number formats, "
+    "byte for byte (docs: trec_eval.md)."
+)
+
+
+def trec_eval_command(
+    qrels: Annotated[Path, typer.Argument(help="Qrels file (trec_eval's rel_info_file).", show_default=False)],
+    run: Annotated[Path, typer.Argument(help="Run file (trec_eval's results_file).", show_default=False)],
+    query: Annotated[bool, typer.Option("-q", "--query_eval_wanted", help="Also print each query's values.")] = False,
+    measure: Annotated[
+        list[str] | None,
+        typer.Option("-m", "--measure", help="measure[.params] or a nickname: official (default), all_trec, set."),
+    ] = None,
+    complete: Annotated[
+        bool, typer.Option("-c", "--complete_rel_info_wanted", help="Average over every query of the qrels.")
+    ] = False,
+    rel_level: Annotated[
+        int, typer.Option("-l", "--level_for_rel", help="Minimum grade counted as relevant.")
+    ] = 1,
+    no_summary: Annotated[bool, typer.Option("-n", "--nosummary", help="Print no summary.")] = False,
+    num_docs: Annotated[
+        int | None, typer.Option("-N", "--Number_docs_in_coll", help="Accepted; no all_trec measure reads it.")
+    ] = None,
+    max_docs: Annotated[
+        int | None, typer.Option("-M", "--Max_retrieved_per_topic", help="Evaluate each query's top N.")
+    ] = None,
+    judged_only: Annotated[
+        bool, typer.Option("-J", "--Judged_docs_only", help="Drop unjudged documents first.")
+    ] = False,
+    rel_format: Annotated[str, typer.Option("-R", "--Rel_info_format", help="Only 'qrels'.")] = "qrels",
+    results_format: Annotated[
+        str, typer.Option("-T", "--Results_format", help="Only 'trec_results'.")
+    ] = "trec_results",
+    zscores: Annotated[
+        Path | None, typer.Option("-Z", "--Zscore", help="Print Z scores from a 'qid measure mean std' file.")
+    ] = None,
+    old_format: Annotated[bool, typer.Option("-o", help="Obsolete in trec_eval 9; accepted, ignored.")] = False,
+    version: Annotated[bool, typer.Option("-v", "--version", help="Print the version and exit.")] = False,
+) -> str:
+    """trec_eval 9.0.8's command line: rankeval trec_eval [-q] [-c] [-n] [-l N] [-M N] [-J]
+    [-m measure[.params]]... QRELS RUN."""
+    if version:
+        return f"trec_eval version {VERSION} (rankeval)\n"
+    if rel_format != "qrels":
+        raise UsageError(f"-R {rel_format}: not supported; rankeval reads the 'qrels' rel_info format only")
+    if results_format != "trec_results":
+        raise UsageError(f"-T {results_format}: not supported; rankeval reads 'trec_results' only")
+    if max_docs is not None and max_docs <= 0:
+        raise UsageError(f"-M {max_docs}: expected a number of documents > 0")
+    return trec_eval(
+        qrels,
+        run,
+        measure,
+        per_query=query,
+        complete=complete,
+        summary=not no_summary,
+        rel_level=rel_level,
+        max_docs=max_docs,
+        judged_only=judged_only,
+        num_docs=num_docs,
+        zscores=zscores,
+    )
