@@ -58,7 +58,8 @@ def _with_num_docs(entry: TrecMeasure, num_docs: int) -> TrecMeasure:
     m = entry.measure
     if m is None or "num_docs" not in {f.name for f in dataclasses.fields(m)}:
         return entry
-    return dataclasses.replace(entry, measure=dataclasses.replace(m, num_docs=num_docs))
+    changed: Measure = dataclasses.replace(m, **{"num_docs": num_docs})
+    return dataclasses.replace(entry, measure=changed)
 
 
 def _num_rel_any_level() -> Measure:
