@@ -170,3 +170,13 @@ def test_relstring_characters(tmp_path: Path) -> None:
     run.write_text("1 Q0 a 1 5 t\n1 Q0 b 2 4 t\n1 Q0 x 3 3 t\n1 Q0 c 4 2 t\n1 Q0 d 5 1 t\n")
     assert trec_eval("-q", "-m", "relstring.4", qrels, run) == "relstring_4           \t1\t'2.->'\n"
     assert trec_eval("-q", "-m", "relstring", qrels, run) == "relstring             \t1\t'2.->0'\n"
+
+
+def test_num_docs_reaches_utility(tmp_path: Path) -> None:
+    """-N: utility's d term counts the non-relevant documents not retrieved, N - retrieved -
+    (R - relevant retrieved). q1: a relevant, retrieved with x: 1·1 - 1·1 + 0·0 + 1·(10 - 2 - 0)."""
+    qrels = tmp_path / "q"
+    qrels.write_text("1 0 a 1\n1 0 b 0\n")
+    run = tmp_path / "r"
+    run.write_text("1 Q0 a 1 2.0 t\n1 Q0 x 2 1.0 t\n")
+    assert trec_eval("-N", "10", "-m", "utility.1,-1,0,1", qrels, run) == "utility_1,-1,0,1      \tall\t8.0000\n"
