@@ -26,7 +26,6 @@ import argparse
 import importlib.util
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -43,6 +42,7 @@ from run_bench import (
     ensure_data,
     parse_tab_lines,
     parse_trec_lines,
+    print_timings,
     run_once,
 )
 
@@ -175,26 +175,7 @@ def _fmt_value(trec_name: str, v: float) -> str:
 
 def report(tools: list[Tool], pairs: list[tuple[str, str | None]], quick: bool) -> bool:
     """Print the timing table and the value comparison; return True if the values agree."""
-    ok = [t for t in tools if t.error is None and t.walls]
-    med = {t.name: (statistics.median(t.walls), statistics.median(t.rss_mb)) for t in ok}
-    refs = [r for r in ("ir_measures", "trec_eval") if r in med]
-
-    header = ["tool", "median wall s", "min wall s", "median peak RSS MB"]
-    for r in refs:
-        header += [f"time/{r}", f"RSS/{r}"]
-    rows = []
-    for t in ok:
-        w, m = med[t.name]
-        row = [t.name, f"{w:.2f}", f"{min(t.walls):.2f}", f"{m:.1f}"]
-        for r in refs:
-            rw, rm = med[r]
-            row += [f"{w / rw:.3f}x", f"{m / rm:.3f}x"]
-        rows.append(row)
-    print()
-    print(_fmt_table(header, rows))
-    for t in tools:
-        if t.error is not None:
-            print(f"\n{t.name}: FAILED ({t.error})")
+    med = print_timings(tools)
 
     # Values: rankeval / trec_eval report trec_eval names, ir_measures its own specs.
     by = {t.name: t for t in tools if t.values}

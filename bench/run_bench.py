@@ -304,11 +304,12 @@ def _fmt_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(header), sep, *(line(r) for r in rows)])
 
 
-def report(tools: list[Tool], specs: list[str], quick: bool) -> None:
+def print_timings(tools: list[Tool]) -> dict[str, tuple[float, float]]:
+    """Print the table of median wall time and peak RSS of each tool that ran, with the ratios
+    to ir_measures and trec_eval, and the tools that failed; return the medians by tool."""
     ok = [t for t in tools if t.error is None and t.walls]
-    by = {t.name: t for t in ok}
     med = {t.name: (statistics.median(t.walls), statistics.median(t.rss_mb)) for t in ok}
-    refs = [r for r in ("ir_measures", "trec_eval") if r in by]
+    refs = [r for r in ("ir_measures", "trec_eval") if r in med]
 
     header = ["tool", "median wall s", "min wall s", "median peak RSS MB"]
     for r in refs:
@@ -323,10 +324,16 @@ def report(tools: list[Tool], specs: list[str], quick: bool) -> None:
         rows.append(row)
     print()
     print(_fmt_table(header, rows))
+    for t in tools:
+        if t.error is not None:
+            print(f"\n{t.name}: FAILED ({t.error})")
+    return med
 
-    failed = [t for t in tools if t.error is not None]
-    for t in failed:
-        print(f"\n{t.name}: FAILED ({t.error})")
+
+def report(tools: list[Tool], specs: list[str], quick: bool) -> None:
+    ok = [t for t in tools if t.error is None and t.walls]
+    by = {t.name: t for t in ok}
+    med = print_timings(tools)
     if "ranx" in by:
         print(
             "\nnote: ranx times are end to end as-is, including numba JIT compilation/cache "
