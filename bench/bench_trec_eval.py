@@ -27,7 +27,6 @@ import importlib.util
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,12 +37,12 @@ from run_bench import (
     Tool,
     _fmt_table,
     _versions,
-    count_lines,
-    ensure_data,
+    bench_data,
+    load_average,
     parse_tab_lines,
     parse_trec_lines,
     print_timings,
-    run_once,
+    time_tools,
 )
 
 # Acceptance targets (issue), on the ~7M-line run, relative to ir_measures.
@@ -258,20 +257,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--reps must be >= 1")
     pairs, unknown = expand(args.trec_measures)
 
-    tmp = tempfile.TemporaryDirectory(prefix="rankeval-bench-") if args.quick else None
-    try:
-        if tmp is not None:
-            data = Path(tmp.name)
-            qrels, run = ensure_data(data, queries=500, depth=100)
-        else:
-            data = args.data.resolve()
-            qrels, run = ensure_data(data)
-
-        print(
-            f"data: {data}  (qrels {count_lines(qrels):,} lines, run {count_lines(run):,} lines, "
-            f"{run.stat().st_size / 1e6:.0f} MB)"
-        )
-        load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+    with bench_data(args.quick, args.data) as (data, qrels, run):
+        load = load_average()
         print(
             f"trec_eval measures: -m {' -m '.join(args.trec_measures)}   reps: {reps} (+1 warm-up)   "
             f"cpus: {os.cpu_count()}   load avg: {load}"
@@ -290,21 +277,9 @@ def main(argv: list[str] | None = None) -> int:
         for t in tools:
             print(f"  {t.name}: {' '.join(a if len(a) < 200 else '<script>' for a in t.argv)}")
 
-        print("\nwarm-up (page cache; not counted):")
-        for t in tools:
-            run_once(t, data, timed=False)
-            if t.error:
-                print(f"  {t.name:<12} FAILED, skipping: {t.error.splitlines()[0]}")
-        for i in range(reps):
-            print(f"rep {i + 1}/{reps}:")
-            for t in tools:
-                if t.error is None:
-                    run_once(t, data, timed=True)
+        time_tools(tools, data, reps)
         agree = report(tools, pairs, args.quick)
         return 0 if agree and all(t.error is None for t in tools) else 1
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
 
 
 if __name__ == "__main__":

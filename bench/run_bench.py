@@ -16,6 +16,7 @@ See bench/README.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import platform
@@ -26,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -386,6 +387,47 @@ def _versions() -> str:
 # --------------------------------------------------------------------------- #
 
 
+@contextlib.contextmanager
+def bench_data(quick: bool, data_dir: Path) -> Iterator[tuple[Path, Path, Path]]:
+    """``(data dir, qrels, run)``: a small generated set in a temporary directory (``--quick``)
+    or *data_dir*'s files (generated if missing); prints their size."""
+    tmp = tempfile.TemporaryDirectory(prefix="rankeval-bench-") if quick else None
+    try:
+        if tmp is not None:
+            data = Path(tmp.name)
+            qrels, run = ensure_data(data, queries=500, depth=100)
+        else:
+            data = data_dir.resolve()
+            qrels, run = ensure_data(data)
+        print(
+            f"data: {data}  (qrels {count_lines(qrels):,} lines, run {count_lines(run):,} lines, "
+            f"{run.stat().st_size / 1e6:.0f} MB)"
+        )
+        yield data, qrels, run
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+
+
+def time_tools(tools: list[Tool], data: Path, reps: int) -> None:
+    """One warm-up run of each tool (page cache; a failing tool is dropped), then *reps* timed
+    runs of each."""
+    print("\nwarm-up (page cache; not counted):")
+    for t in tools:
+        run_once(t, data, timed=False)
+        if t.error:
+            print(f"  {t.name:<12} FAILED, skipping: {t.error.splitlines()[0]}")
+    for i in range(reps):
+        print(f"rep {i + 1}/{reps}:")
+        for t in tools:
+            if t.error is None:
+                run_once(t, data, timed=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
@@ -420,23 +462,10 @@ def main(argv: list[str] | None = None) -> int:
     if reps < 1:
         ap.error("--reps must be >= 1")
 
-    tmp = tempfile.TemporaryDirectory(prefix="rankeval-bench-") if args.quick else None
-    try:
-        if tmp is not None:
-            data = Path(tmp.name)
-            qrels, run = ensure_data(data, queries=500, depth=100)
-        else:
-            data = args.data.resolve()
-            qrels, run = ensure_data(data)
-
-        print(
-            f"data: {data}  (qrels {count_lines(qrels):,} lines, run {count_lines(run):,} lines, "
-            f"{run.stat().st_size / 1e6:.0f} MB)"
-        )
-        load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+    with bench_data(args.quick, args.data) as (data, qrels, run):
         print(
             f"measures: {' '.join(specs)}   reps: {reps} (+1 warm-up)   cpus: {os.cpu_count()}   "
-            f"load avg: {load}"
+            f"load avg: {load_average()}"
         )
         print(_versions())
 
@@ -446,23 +475,9 @@ def main(argv: list[str] | None = None) -> int:
         if not tools:
             print("no tools to run")
             return 1
-
-        print("\nwarm-up (page cache; not counted):")
-        for t in tools:
-            run_once(t, data, timed=False)
-            if t.error:
-                print(f"  {t.name:<12} FAILED, skipping: {t.error.splitlines()[0]}")
-        for i in range(reps):
-            print(f"rep {i + 1}/{reps}:")
-            for t in tools:
-                if t.error is None:
-                    run_once(t, data, timed=True)
+        time_tools(tools, data, reps)
         report(tools, specs, args.quick)
         return 0
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
-
 
 if __name__ == "__main__":
     sys.exit(main())
