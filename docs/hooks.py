@@ -1,9 +1,12 @@
-"""MkDocs hooks: generate the measure reference and the CLI help at build time.
+"""MkDocs hooks: generate the measure reference and the CLI help, and render the formulas,
+at build time.
 
-Registered in ``mkdocs.yml`` under ``hooks:``. Two kinds of placeholders are replaced in
-the Markdown of every page:
+Registered in ``mkdocs.yml`` under ``hooks:``. These placeholders are replaced in the
+Markdown of every page:
 
 * ``<!-- builtin-plugins -->`` — the built-in plugins and what each provides (the registry);
+* ``<!-- implemented-by: HOOK -->`` — the built-in plugins that implement the hook HOOK
+  (``register_formats``), for tables of hooks;
 * ``<!-- measures -->`` — one section per measure of the registry (built-in plugins only,
   so the site does not depend on what else happens to be installed on the build machine):
   name, description, definition (the class docstring), parameters (type, domain, default,
@@ -12,13 +15,19 @@ the Markdown of every page:
   (``rankeval_trec:AP``), as a Python code block, so tutorials quote the real code;
 * ``<!-- help: NAME -->`` — the ``--help`` output of ``rankeval`` (NAME ``rankeval``) or of
   the sub-command NAME (``evaluate``, ``measures``, ``plugins``), rendered at a fixed width
-  of 100 columns with ANSI codes stripped.
+  of `WIDTH` columns with ANSI codes stripped, in a code block of class ``cli-help`` (which
+  ``docs/stylesheets/extra.css`` sizes so that the whole width fits the text column). A help
+  text that rich has to cut at that width (a word too long for its column, shown with
+  ``…``) is a warning, so ``mkdocs build --strict`` fails on it.
 
-Nothing here needs the network.
+The formulas (``$...$`` and ``$$...$$``, which ``pymdownx.arithmatex`` keeps as TeX) are
+turned into MathML in the HTML of each page, so the site shows them with no script and no
+network. Nothing here needs the network.
 """
 
 from __future__ import annotations
 
+import html
 import inspect
 import logging
 import re
@@ -32,29 +41,41 @@ BUILTINS_PLACEHOLDER = "<!-- builtin-plugins -->"
 MEASURE_INDEX_PLACEHOLDER = "<!-- measures-index -->"
 SOURCE_PLACEHOLDER = re.compile(r"<!--\s*source:\s*([A-Za-z0-9_.]+):([A-Za-z0-9_.]+)\s*-->")
 HELP_PLACEHOLDER = re.compile(r"<!--\s*help:\s*([A-Za-z0-9_-]+)\s*-->")
+IMPLEMENTED_BY_PLACEHOLDER = re.compile(r"<!--\s*implemented-by:\s*([A-Za-z0-9_]+)\s*-->")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-WIDTH = 100
+# arithmatex's generic output: \(...\) in a span, \[...\] in a div, the TeX HTML-escaped
+MATH = re.compile(r'<(span|div) class="arithmatex">(.*?)</\1>', re.DOTALL)
+# the columns of the --help boxes: wide enough that rich cuts no word of the help texts (at
+# 84 it cut --format's list of formats), narrow enough that a box fits the text column in
+# the font docs/stylesheets/extra.css gives it
+WIDTH = 88
 
 
 # ------------------------------------------------------------------------- measures
 def _cell(text: Any) -> str:
-    """Text safe inside one Markdown table cell."""
+    """Text safe inside one Markdown table cell (not inside a code span: see `_code`)."""
     return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _code(text: Any) -> str:
+    """A code span, also inside a table cell: Markdown's tables do not split a row at a ``|``
+    inside backticks, and a backslash in a code span is shown as it is, so nothing is escaped."""
+    return "`" + " ".join(str(text).split()) + "`"
 
 
 def _default(value: Any) -> str:
     from rankeval.measures.base import format_param_value
 
     if value is None:
-        return "`none`"
-    return f"`{format_param_value(value)}`"
+        return _code("none")
+    return _code(format_param_value(value))
 
 
 def _domain(info: Any) -> str:
     """The numbers a parameter accepts (``[0, 1]``); a dash for a parameter that is not a number
     (its type column lists its choices)."""
     if info.domain is not None:
-        return f"`{_cell(info.domain)}`"
+        return _code(info.domain)
     return "—"
 
 
@@ -101,20 +122,50 @@ def measures_index_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
+# What a built-in plugin's hook adds, for the hooks whose additions have no name to list.
+HOOK_PHRASES = {
+    "resolve_measure": "resolves other measure names (`resolve_measure`)",
+    "expand_measures": "expands measure spellings the spec grammar cannot parse (`expand_measures`)",
+    "measure_name": "names measures for `--names` (`measure_name`)",
+    "random_model": "exact random baselines of its measures (`random_model`)",
+}
+
+
 def builtin_plugins_markdown() -> str:
-    """A list of the built-in plugins, from the registry: each with what it provides."""
+    """A list of the built-in plugins, from the registry: each with what it provides (its
+    measures, then what its other hooks add), as ``rankeval plugins`` shows it."""
+    from rankeval.cli.app import plugin_commands
     from rankeval.measures.plugins import DEFAULT_PLUGINS, hook_impls
+    from rankeval.report.formats import compat_modes, plugin_formats
 
     registry = _registry()
-    resolvers = {plugin for plugin, _ in hook_impls(registry, "resolve_measure")}
+    named: list[tuple[str, dict[str, tuple[str, Any]]]] = [  # (how to show one, {name: (plugin, thing)})
+        ("the output format `-f {}`", plugin_formats(registry)),
+        ("the compat mode `--compat {}`", compat_modes(registry)),
+        ("the command `rankeval {}`", plugin_commands(registry)),
+    ]
     lines = []
     for name in DEFAULT_PLUGINS:
         measures = sorted((e.cls.name for e in registry.measures.values() if e.plugin == name), key=str.lower)
-        what = ", ".join(f"`{m}`" for m in measures)
-        if name in resolvers:
-            what += ("; " if what else "") + "resolves other measure names"
-        lines.append(f"- `{name}`: {what}")
+        what = ["measures " + ", ".join(f"`{m}`" for m in measures)] if measures else []
+        for shown, items in named:
+            what += [shown.format(item) for item, (plugin, _) in items.items() if plugin == name]
+        for hook, phrase in HOOK_PHRASES.items():
+            if name in {plugin for plugin, _ in hook_impls(registry, hook)}:
+                what.append(phrase)
+        lines.append(f"- `{name}`: {'; '.join(what) or 'nothing'}")
     return "\n".join(lines) + "\n"
+
+
+def _implemented_by(match: re.Match[str]) -> str:
+    """The built-in plugins that implement a hook, for a cell of a table of hooks."""
+    from rankeval.measures.plugins import DEFAULT_PLUGINS, hook_impls
+
+    hook = match.group(1)
+    if not hasattr(_registry().pm.hook, hook):
+        raise ValueError(f"<!-- implemented-by: {hook} -->: no such hook")
+    plugins = {plugin for plugin, _ in hook_impls(_registry(), hook)}
+    return ", ".join(f"`{name}`" for name in DEFAULT_PLUGINS if name in plugins) or "none"
 
 
 def measures_markdown() -> str:
@@ -136,7 +187,7 @@ def measures_markdown() -> str:
             for p in params:
                 name = f"`{p.name}`" + (" (the `@` value)" if p.name == cls.at else "")
                 out.append(
-                    f"| {name} | `{_cell(p.type_name)}` | {_domain(p)} | {_default(p.default)} | {_cell(p.help)} |"
+                    f"| {name} | {_code(p.type_name)} | {_domain(p)} | {_default(p.default)} | {_cell(p.help)} |"
                 )
             out.append("")
         else:
@@ -156,6 +207,7 @@ def measures_markdown() -> str:
             out.append("**Aggregate:** sum over queries (a count, printed without decimals)  ")
         else:
             out.append("**Aggregate:** mean over queries  ")
+        out.append(f"**Reads:** {cls.reads()}  ")
         out.append(f"**Source:** {cls.source or 'not given'}  ")
         out.append(f"**Plugin:** `{entry.plugin}`\n")
     return "\n".join(out)
@@ -164,13 +216,14 @@ def measures_markdown() -> str:
 # ------------------------------------------------------------------------------ help
 @cache
 def cli_help(command: str) -> str:
-    """``rankeval [COMMAND] --help`` as plain text, 100 columns wide."""
+    """``rankeval [COMMAND] --help`` as plain text, `WIDTH` columns wide."""
     from typer.testing import CliRunner
 
     from rankeval.cli.app import app
 
     args = ["--help"] if command == "rankeval" else [command, "--help"]
     saved: dict[str, Any] = {}
+    rich_utils: Any
     try:  # pin typer's rich console: fixed width, no colours, even under CI=true
         from typer import rich_utils
     except ImportError:  # typer without rich: plain click help, already uncoloured
@@ -210,13 +263,16 @@ def cli_help(command: str) -> str:
         lines.pop(0)
     while lines and not lines[-1]:
         lines.pop()
+    for line in lines:
+        if "…" in line:
+            log.warning("`rankeval %s` is cut at %d columns: %s", " ".join(args), WIDTH, line.strip())
     return "\n".join(lines)
 
 
 def _help_block(match: re.Match[str]) -> str:
     command = match.group(1)
     shown = "rankeval --help" if command == "rankeval" else f"rankeval {command} --help"
-    return f"```text\n$ {shown}\n{cli_help(command)}\n```"
+    return f"```{{.text .cli-help}}\n$ {shown}\n{cli_help(command)}\n```"
 
 
 # ---------------------------------------------------------------------------- source
@@ -244,4 +300,43 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         markdown = SOURCE_PLACEHOLDER.sub(_source_block, markdown)
     if HELP_PLACEHOLDER.search(markdown):
         markdown = HELP_PLACEHOLDER.sub(_help_block, markdown)
+    if IMPLEMENTED_BY_PLACEHOLDER.search(markdown):
+        markdown = IMPLEMENTED_BY_PLACEHOLDER.sub(_implemented_by, markdown)
     return markdown
+
+
+# ------------------------------------------------------------------------------ math
+# latex2mathml lacks `aligned`; `split` is the same layout (rows of right = left pairs)
+ALIGNED = re.compile(r"\\(begin|end)\{aligned\}")
+# the argument of a text command, where \_ \% \# are the characters themselves (latex2mathml
+# would show the backslash)
+TEXT_ARGUMENT = re.compile(r"(\\(?:text|texttt|textrm|textit|textbf|mathrm|mathtt)\{)([^{}]*)\}")
+# what latex2mathml leaves in its output when it did not understand the TeX
+NOT_RENDERED = re.compile(r"\\|<mi>&</mi>|linebreak=")
+
+
+def _tex(tex: str) -> str:
+    """*tex* in the subset of TeX latex2mathml renders faithfully."""
+    tex = ALIGNED.sub(r"\\\1{split}", tex)
+    return TEXT_ARGUMENT.sub(lambda m: m.group(1) + re.sub(r"\\([_%#])", r"\1", m.group(2)) + "}", tex)
+
+
+def _mathml(match: re.Match[str], where: str) -> str:
+    """One formula of arithmatex's output as MathML (``display="block"`` for ``$$...$$``)."""
+    from latex2mathml.converter import convert
+
+    tag, wrapped = match.group(1), html.unescape(match.group(2)).strip()
+    tex = wrapped[2:-2] if wrapped[:2] in ("\\(", "\\[") else wrapped  # \begin{...} comes bare
+    try:
+        mathml = convert(_tex(tex), display="block" if tag == "div" else "inline")
+    except Exception as err:  # latex2mathml raises its own errors and plain ones alike
+        log.warning("%s: cannot render the formula %r as MathML: %s", where, tex, err)
+        return match.group(0)
+    if NOT_RENDERED.search(mathml):
+        log.warning("%s: the formula %r is not fully rendered: %s", where, tex, mathml)
+    return mathml
+
+
+def on_page_content(content: str, page: Any, config: Any, files: Any) -> str:
+    """Render the formulas of this page's HTML as MathML, so no script has to typeset them."""
+    return MATH.sub(lambda m: _mathml(m, page.file.src_uri), content)

@@ -5,6 +5,7 @@ Public API::
     import rankeval
     df = rankeval.evaluate("qrels.txt", "run.txt", ["AP", "nDCG@10"])
     cmp = rankeval.compare("qrels.txt", ["base.txt", "new.txt"], ["AP", "nDCG@10"], test="randomization")
+    htbg = rankeval.as_ir_measure("hTBG@h=3h")  # for ir_measures.calc_aggregate, pt.Experiment
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ __all__ = [
     "SpecError",
     "UsageError",
     "__version__",
+    "as_ir_measure",
     "compare",
     "evaluate",
     "evaluate_results",
@@ -79,6 +81,7 @@ if TYPE_CHECKING:
         Sampler,
         random_baseline,
     )
+    from rankeval.interop import as_ir_measure
     from rankeval.io.data import Qrels, Run
     from rankeval.measures.plugins import load_registry
     from rankeval.ranking.ranked_lists import RankedLists
@@ -122,6 +125,10 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return importlib.import_module("rankeval.segments")
+    if name == "as_ir_measure":  # rankeval's measures in ir_measures and PyTerrier
+        from rankeval.interop import as_ir_measure
+
+        return as_ir_measure
     if name == "load_registry":
         from rankeval.measures.plugins import load_registry
 

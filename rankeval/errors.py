@@ -7,7 +7,7 @@ file, line and column and the offending text so the message can point at it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 MAX_ECHO = 200
@@ -130,3 +130,17 @@ class RankevalWarning(UserWarning):
     """Results were computed, but something about them needs the user's attention (e.g.
     queries whose value is undefined and left out of a mean). The CLI prints each one as a
     ``rankeval: warning: ...`` line on stderr."""
+
+
+def missing_attribute(measure: object, key: str, items: Sequence[str], count: int, alternative: str = "") -> InputError:
+    """The error of a measure that needs attribute *key* (``cost``) of *count* items that
+    have none: it names up to three of *items* (e.g. ``'alice/p3' (query 1)``) and says how to
+    supply the attribute — on the qrels lines, in a ``--docinfo`` side file, or
+    *alternative* (``"default_cost="``)."""
+    shown = ", ".join(items[:3]) + (", ..." if count > 3 else "")
+    noun = "item has" if count == 1 else "items have"
+    other = f", or give {alternative}" if alternative else ""
+    return InputError(
+        f"{measure}: {count:,} {noun} no {key}= attribute ({shown}); give {key}= on the qrels "
+        f"lines or in a --docinfo side file (lines 'DOCNO {key}=VALUE'){other}"
+    )

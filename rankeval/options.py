@@ -100,8 +100,9 @@ class EvalOptions:
         on_duplicate: a (query, doc) pair given twice in a run is an error (``"error"``, as
             trec_eval), or keeps its ``"first"`` line, or its ``"max"``-scoring line;
             ``None``: ``"error"``, or the rule of the *compat* mode.
-        docinfo: a side file of document attributes (lines ``docno key=value ...``), given
-            to every qrels line of the document (:meth:`~rankeval.Qrels.with_docinfo`).
+        docinfo: one or more side files of item attributes (lines ``docno key=value ...``),
+            for judged and unjudged items alike; the qrels lines win, then the files in the
+            order given (:meth:`~rankeval.Qrels.with_docinfo`).
         compat: reproduce another tool's output with a mode a plugin adds
             (:func:`rankeval.report.formats.compat_modes`); ``None`` or ``"none"``: no mode. Only
             :func:`rankeval.evaluate` applies it.
@@ -115,11 +116,13 @@ class EvalOptions:
     nest_sep: str | None = "/"
     max_docs: int | None = None
     on_duplicate: str | None = None
-    docinfo: str | Path | None = None
+    docinfo: str | Path | tuple[str | Path, ...] | None = None
     compat: str | None = None
 
     def __post_init__(self) -> None:
         max_docs, nest_sep = self.max_docs, self.nest_sep
+        if isinstance(self.docinfo, (list, tuple)):  # several side files: a tuple, hashable
+            object.__setattr__(self, "docinfo", tuple(self.docinfo) or None)
         if max_docs is not None and (
             isinstance(max_docs, bool)
             or not isinstance(max_docs, numbers.Integral)

@@ -85,24 +85,24 @@ DL_MEASURES = ("AP", "nDCG@10", "RR(rel=2)", "R@1000")
 TBG_MEASURES = ("hTBG@h=3", "nhTBG@h=3", "hTBG@h=3(ideal=true)", "TBG", "nTBG", "nDCG@10(level=2)")
 CSDCG_MEASURES = ("CS-DCG@10", "nCS-DCG@10", "CS-DCG-neg@10", "nCS-DCG@5(bounds=greedy)")
 TAR_MEASURES = (
-    "num_docs",
-    "num_rels",
-    "num_shown",
-    "rels_found",
-    "last_rel",
-    "norm_last_rel",
-    "threshold",
-    "norm_threshold",
-    "recall_threshold",
-    "wss_100",
-    "wss_95",
-    "ap",
-    "norm_area",
-    "recall@10%",
-    "recall@95%",
-    "loss_er",
-    "total_cost",
-    "reliability@0.5",
+    "tar_num_docs",
+    "tar_num_rels",
+    "tar_num_shown",
+    "tar_rels_found",
+    "tar_last_rel",
+    "tar_norm_last_rel",
+    "tar_threshold",
+    "tar_norm_threshold",
+    "tar_recall_threshold",
+    "tar_wss_100",
+    "tar_wss_95",
+    "tar_ap",
+    "tar_norm_area",
+    "tar_recall@10%",
+    "tar_recall@95%",
+    "tar_loss_er",
+    "tar_total_cost",
+    "tar_reliability@0.5",
 )
 DOCINFO_MEASURES = ("CS-DCG@10", "nCS-DCG@10", "TBG(default_cost=100)", "AP")
 
@@ -744,7 +744,7 @@ RANDOM_TEXT_CHARS = (
     + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789{}[]#;:/*&|!?~$^\ud800\U0001f600"
 )
 EXTRA_PARAMS = ("k", "rel", "level", "p", "h", "cost", "foo", "_", "compat", "est")
-VALID_SPECS = ("nDCG@10", "AP", "hTBG@h=3h", "P(rel=2)@5", "CS-DCG@10", "recall@50%")
+VALID_SPECS = ("nDCG@10", "AP", "hTBG@h=3h", "P(rel=2)@5", "CS-DCG@10", "tar_recall@50%")
 
 
 PLAUSIBLE = {  # values of each parameter type that a measure should accept

@@ -438,7 +438,8 @@ LAYERS = [
     ("rankeval.report",),
     ("rankeval.engine",),
     ("rankeval.comparison",),
-    ("rankeval.cli", "rankeval.examples", "rankeval"),  # the command and the public API: the top
+    # the command, the public API and its adapter to ir_measures (rankeval.interop): the top
+    ("rankeval.cli", "rankeval.examples", "rankeval.interop", "rankeval"),
 ]
 
 

@@ -337,22 +337,276 @@ def test_qrels_from_stdin(tiny) -> None:
 
 
 # --------------------------------------------------------------------- catalogue commands
+def measure_blocks(out: str) -> dict[str, list[str]]:
+    """``{header: [its indented lines, stripped]}`` of ``rankeval measures`` output."""
+    blocks: dict[str, list[str]] = {}
+    header = ""
+    for line in out.splitlines():
+        if line.startswith("    "):
+            blocks[header].append(line.strip())
+        elif "[plugin: " in line:
+            header = line
+            blocks[header] = []
+    return blocks
+
+
 def test_measures_command() -> None:
     out = ok(["measures"])
-    lines = out.splitlines()
-    i = lines.index("AP@k  [plugin: rankeval_trec]")
-    block = []
-    for line in lines[i + 1 :]:
-        if not line.startswith("    "):
-            break
-        block.append(line.strip())
+    blocks = measure_blocks(out)
+    block = blocks["AP@k  [plugin: rankeval_trec]"]
     assert block[0] == "Average precision (MAP when averaged); trec_eval map / map_cut"
-    assert any(line.startswith("k: int (optional) in [1, 2147483647] = None") for line in block)
-    assert any(line.startswith("rel: int in [-2147483648, 2147483647] = 1") for line in block)
-    assert any(line.startswith("level: int in [1, 2147483647] = 1") for line in block)
+    assert any(line.startswith("k: int in [1, 2147483647], default none  — ") for line in block)
+    assert any(line.startswith("rel: int in [-2147483648, 2147483647], default 1  — ") for line in block)
+    assert any(line.startswith("level: int in [1, 2147483647], default 1  — ") for line in block)
     assert "aliases: map, MAP, map_cut.N" in block
-    assert "nDCG@k  [plugin: rankeval_trec]" in lines
-    assert "Bpref  [plugin: rankeval_trec]" in lines
+    assert "nDCG@k  [plugin: rankeval_trec]" in blocks
+    assert "Bpref  [plugin: rankeval_trec]" in blocks
+    assert out.endswith("is computed by ir_measures.\n")
+
+
+def test_measures_defaults_as_specs_write_them() -> None:
+    """Defaults are shown as spec text: a duration with its unit (hTBG's half-life, 224 s in the
+    paper's Table 1), numbers without a trailing .0, booleans as true/false."""
+    from rankeval.measures.plugins import load_registry
+
+    block = measure_blocks(ok(["measures"]))["hTBG@h  [plugin: rankeval_tbg]"]
+    assert any(line.startswith("h: duration in (0, inf), default 224s  — ") for line in block)
+    assert any(line.startswith("smax: float in (0, inf), default 1  — ") for line in block)
+    assert any(line.startswith("ideal: bool, default false  — ") for line in block)
+    registry = load_registry(entry_points=False)
+    # the text shown parses back to the default
+    assert registry.parse("hTBG@h=224s") == registry.parse("hTBG(smax=1,ideal=false)")
+
+
+def test_measures_cutoff_required_or_optional_never_both() -> None:
+    blocks = measure_blocks(ok(["measures"]))
+    # CS-DCG cannot be computed without its cutoff (CS-DCG@10); AP's is optional
+    assert any(
+        line.startswith("k: int in [1, 2147483647], required  — ")
+        for line in blocks["CS-DCG@k  [plugin: rankeval_csdcg]"]
+    )
+    assert "required" not in " ".join(blocks["AP@k  [plugin: rankeval_trec]"])
+    for header, block in blocks.items():
+        for line in block[1:]:
+            if ": " not in line or "  — " not in line:
+                continue  # aliases, source
+            state, help_text = line.split("  — ", 1)
+            assert "optional" not in state, (header, line)
+            if "required" in help_text:
+                assert state.endswith(", required"), (header, line)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "headers"),
+    [
+        ("hTBG", ["hTBG@h  [plugin: rankeval_tbg]", "nhTBG@h  [plugin: rankeval_tbg]"]),
+        ("htbg", ["hTBG@h  [plugin: rankeval_tbg]", "nhTBG@h  [plugin: rankeval_tbg]"]),
+        ("n*dcg@*", ["nCS-DCG@k  [plugin: rankeval_csdcg]", "nDCG@k  [plugin: rankeval_trec]"]),
+        ("ncs-*", ["nCS-DCG@k  [plugin: rankeval_csdcg]"]),  # a glob matches whole names
+        ("zork", []),
+        ("map_cut*", ["AP@k  [plugin: rankeval_trec]"]),  # an alias
+        (
+            "csdcg",
+            [
+                "CS-DCG@k  [plugin: rankeval_csdcg]",
+                "CS-DCG-neg@k  [plugin: rankeval_csdcg]",
+                "nCS-DCG@k  [plugin: rankeval_csdcg]",
+            ],
+        ),
+    ],
+)
+def test_measures_pattern(pattern, headers) -> None:
+    result = invoke(["measures", pattern])
+    assert result.exit_code == 0
+    assert list(measure_blocks(result.stdout)) == headers
+    if not headers:
+        assert result.stdout == ""
+        assert result.stderr.startswith(
+            f"rankeval: no measure matches {pattern!r}; any other ir_measures name"
+        )
+
+
+# --------------------------------------------------------------------- -p / -P
+def test_p_is_only_the_precision(tiny) -> None:
+    q, r = tiny
+    for value, hint in [("4.5", ""), ("x", "; to load the plugin x, use --plugin x"), ("31", ""), ("-1", "")]:
+        result = invoke([q, r, "-m", "AP", "-p", value])
+        assert result.exit_code == 2
+        assert result.output == (
+            f"rankeval: error: -p/--precision takes a number of decimals from 0 to 30, not {value!r}{hint}\n"
+        )
+    result = invoke([q, r, "-m", "AP", "-p", "no:rankeval_tar"])
+    assert "to keep plugin rankeval_tar from loading, use --plugin no:rankeval_tar" in result.output
+    assert ok([q, r, "-m", "AP", "-p", "0"]) == "AP                    \tall\t0\n"
+
+
+def test_plugin_option_loads_and_blocks(tmp_path, tiny, monkeypatch) -> None:
+    q, r = tiny
+    (tmp_path / "rk_cli_hits.py").write_text(
+        "import numpy as np\n"
+        "from dataclasses import dataclass\n"
+        "from rankeval import Measure, hookimpl\n"
+        "@dataclass(frozen=True)\n"
+        "class Found(Measure):\n"
+        "    name = 'FoundCli'\n"
+        "    description = 'relevant documents retrieved'\n"
+        "    def compute(self, data):\n"
+        "        rows = data.relevant_rows(1)\n"
+        "        return data.query_sum(rows, np.ones(len(rows)))\n"
+        "@hookimpl\n"
+        "def register_measures(register):\n"
+        "    register(Found)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "FoundCli  [plugin: rk_cli_hits]" in ok(["measures", "-P", "rk_cli_hits", "found"])
+    # q1: a, c relevant and retrieved; q2: y; q3: none -> mean 1
+    assert ok([q, r, "-P", "rk_cli_hits", "-m", "FoundCli"]) == "FoundCli              \tall\t1.0000\n"
+    blocked = invoke([q, r, "--plugin", "no:rankeval_csdcg", "-m", "nCS-DCG@5"])
+    assert blocked.exit_code == 2 and "nCS-DCG" in blocked.output
+    assert invoke([q, r, "--plugin", "no:", "-m", "AP"]).exit_code == 2
+
+
+# --------------------------------------------------------------------- named runs
+OTHER_RUN = "1 Q0 b 1 9 t\n1 Q0 c 2 8 t\n1 Q0 a 3 7 t\n2 Q0 x 1 2 t\n2 Q0 y 2 1 t\n"
+OTHER_AP_ALL = (7 / 12 + 1) / 3  # q1: b, c, a -> (1/2 + 2/3)/2 ; q2: x, y -> 1 ; q3 missing -> 0
+
+
+def test_named_runs_in_every_output(tmp_path, tiny) -> None:
+    q, r = tiny
+    r2 = tmp_path / "other.run"
+    r2.write_text(OTHER_RUN)
+    args = [q, f"BM25={r}", f"T5={r2}", "-m", "AP"]
+    assert (
+        ok(args)
+        == f"BM25\tAP                    \tall\t{AP_ALL:.4f}\nT5\tAP                    \tall\t{OTHER_AP_ALL:.4f}\n"
+    )
+    assert [o["run"] for o in json.loads(ok([*args, "-f", "json"]))] == ["BM25", "T5"]
+    assert [row["run"] for row in csv.DictReader(io.StringIO(ok([*args, "-f", "csv"])))] == ["BM25", "T5"]
+    assert "| BM25 | 0.4444 |" in ok([*args, "-f", "markdown"])
+    assert "BM25 & 0.4444 \\\\" in ok([*args, "-f", "latex"])
+    # a named run next to one named by its file name; stdin named too
+    assert ok([q, f"mine={r}", r2, "-m", "AP"]).splitlines()[1].startswith("other.run\t")
+    assert json.loads(ok([q, "piped=-", "-m", "AP", "-f", "json"], input=RUN))[0]["run"] == "piped"
+
+
+def test_named_runs_in_compare(tmp_path, tiny) -> None:
+    q, r = tiny
+    r2 = tmp_path / "other.run"
+    r2.write_text(OTHER_RUN)
+    out = ok(["compare", q, f"BM25={r}", f"T5={r2}", "-m", "AP", "-b", "T5", "-f", "json"])
+    rows = json.loads(out)
+    assert [(row["run"], row["baseline"]) for row in rows if row["query_id"] == "all"] == [
+        ("BM25", "T5"),
+        ("T5", None),
+    ]
+
+
+def test_a_path_that_exists_wins(tmp_path, tiny, monkeypatch) -> None:
+    q, _ = tiny
+    monkeypatch.chdir(tmp_path)
+    Path("a=b.run").write_text(RUN)  # a file whose name has an '='
+    Path("b.run").write_text(OTHER_RUN)
+    assert json.loads(ok([q, "a=b.run", "-m", "AP", "-f", "json"]))[0] == {
+        "run": "a=b.run",
+        "query_id": "all",
+        "measure": "AP",
+        "value": pytest.approx(AP_ALL),
+    }
+    # no file 'x=b.run': the run b.run named x
+    assert json.loads(ok([q, "x=b.run", "-m", "AP", "-f", "json"]))[0]["run"] == "x"
+    # an '=' in a directory name is part of the path
+    missing = invoke([q, "k=10/run.txt", "-m", "AP"])
+    assert missing.exit_code == 1
+    assert missing.output == (
+        "rankeval: error: 10/run.txt: file not found (the run argument 'k=10/run.txt' read as NAME=PATH)\n"
+    )
+    missing = invoke([q, "dir/k=10.run", "-m", "AP"])  # a '/' before the '=': a path
+    assert missing.exit_code == 1 and missing.output == "rankeval: error: dir/k=10.run: file not found\n"
+
+
+@pytest.mark.parametrize(
+    ("runs", "message"),
+    [
+        (
+            ["=tiny.run"],
+            "run argument '=tiny.run': expected PATH or NAME=PATH, with a non-empty NAME and PATH",
+        ),
+        (["BM25="], "run argument 'BM25=': expected PATH or NAME=PATH, with a non-empty NAME and PATH"),
+        (
+            ["a\tb=tiny.run"],
+            "run argument 'a\\tb=tiny.run': a run name cannot hold tabs, line breaks or control characters",
+        ),
+        (
+            ["A=tiny.run", "A=other.run"],
+            "two runs are named 'A' ('A=tiny.run' and 'A=other.run'); give each run its own name with NAME=PATH",
+        ),
+        (
+            ["tiny.run", "tiny.run=other.run"],
+            "two runs are named 'tiny.run' ('tiny.run' and 'tiny.run=other.run'); give each run its own name with NAME=PATH",
+        ),
+    ],
+)
+def test_bad_run_names(tmp_path, tiny, monkeypatch, runs, message) -> None:
+    q, _ = tiny
+    monkeypatch.chdir(tmp_path)
+    Path("other.run").write_text(OTHER_RUN)
+    for command in ([], ["compare"]):
+        result = invoke([*command, q, *runs, "-m", "AP"])
+        assert result.exit_code == 2, result.output
+        assert result.output == f"rankeval: error: {message}\n"
+
+
+def test_named_results_of_the_dask_engine() -> None:
+    """Runs the Dask engine reads itself are named by file name; NAME=PATH renames them."""
+    import numpy as np
+
+    from rankeval.cli.common import named_results, run_arguments
+    from rankeval.engine.evaluation import Results
+
+    results = Results()
+    results.add("bm25.run", "AP", np.array(["1"]), np.array([0.5]), 0.5)
+    results.add("t5.run", "AP", np.array(["1"]), np.array([0.25]), 0.25)
+    renamed = named_results(results, run_arguments(["BM25=runs/bm25.run", "runs/t5.run"]))
+    assert [b.run for b in renamed.blocks] == ["BM25", "t5.run"]
+    assert [b.aggregate for b in renamed.blocks] == [0.5, 0.25]
+
+
+# --------------------------------------------------------------------- aligned columns
+def test_trec_columns_aligned_across_runs(tmp_path, tiny) -> None:
+    q, r = tiny
+    r2 = tmp_path / "other.run"
+    r2.write_text(OTHER_RUN)
+    # names of 4 and 11 characters end at different tab stops: padded to 11
+    out = ok([q, f"BM25={r}", f"BM25+rm3-t5={r2}", "-m", "AP"])
+    assert out == (
+        f"BM25       \tAP                    \tall\t{AP_ALL:.4f}\n"
+        f"BM25+rm3-t5\tAP                    \tall\t{OTHER_AP_ALL:.4f}\n"
+    )
+    # query ids of 1 and 9 characters: the query column padded to 9
+    q9 = tmp_path / "q9.qrels"
+    q9.write_text("1 0 a 1\n123456789 0 b 1\n")
+    r9 = tmp_path / "q9.run"
+    r9.write_text("1 Q0 a 1 2 t\n123456789 Q0 c 1 2 t\n")
+    assert ok([q9, r9, "-m", "AP", "-q"]) == (
+        "AP                    \t1        \t1.0000\n"
+        "AP                    \t123456789\t0.0000\n"
+        "AP                    \tall      \t0.5000\n"
+    )
+
+
+# --------------------------------------------------------------------- help
+@pytest.mark.parametrize(
+    "command", [[], ["evaluate"], ["compare"], ["measures"], ["plugins"], ["convert"], ["trec_eval"]]
+)
+def test_help_shows_values_not_python_types(command) -> None:
+    result = invoke([*command, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for python_type in ("<str>", "<int>", "<bool>", "<float>", "<path>", "<list", "{QRELS}"):
+        assert python_type not in result.output, python_type
+    text = " ".join(result.output.replace("│", " ").split())
+    if command in (["evaluate"], ["compare"]):
+        assert f"{command[0]} [OPTIONS] QRELS [NAME=]RUN..." in text
+        assert "--precision -p N" in text and "--plugin -P MODULE" in text and "--measure -m SPEC" in text
 
 
 def test_plugins_command() -> None:

@@ -164,7 +164,8 @@ def test_paper_tables(ttest_cmp) -> None:
     assert "† / ‡: significantly better / worse than bm25.run.gz (paired t-test" in md
     assert "Holm correction per measure" in md and "standard deviation over queries" in md
     tex = ttest_cmp.to_latex()
-    assert tex.startswith("\\begin{table}\n\\centering\n\\begin{tabular}{lrrr}\n\\toprule\n")
+    assert tex.startswith("\\begin{table}\n\\centering\n\\caption{Best value per measure in bold.")
+    assert "{!}{%\n\\begin{tabular}{lrrr}\n\\toprule\n" in tex
     assert "bm25-t5\\_zs\\_.run.gz & \\textbf{0.2383}\\textsuperscript{\\dag}" in tex
     assert "\\caption{Best value per measure in bold. \\dag{} / \\ddag{}" in tex
     assert "$\\alpha$ = 0.05" in tex and tex.rstrip().endswith("\\end{table}")
@@ -509,7 +510,7 @@ def test_cli_plots(tmp_path) -> None:
         (["--alpha", "0"], "alpha must be between 0 and 1"),
         (["--samples", "0"], "samples must be an integer from 1 to 10,000,000"),
         (["--plot-format", "gif"], "unknown plot format 'gif'; expected one of png, pdf, svg"),
-        (["--curve", "nDCG@{5,10}"], "--curve writes a plot: give --plot DIR"),
+        (["--curve", "nDCG@{5,10}"], "--curve writes a plot: give --plot DIR or --panels FILE"),
         (["--plot", "/tmp/x", "--curve", "nDCG@10"], "a curve template needs exactly one"),
         (["--spread", "var"], "unknown spread 'var'; expected one of none, std, se"),
         (["-m", "nDCG@x"], "nDCG@x"),

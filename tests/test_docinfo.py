@@ -260,9 +260,13 @@ def test_sens_from_a_side_file_gives_the_same_csdcg_values(tmp_path):
     bare = write(tmp_path / "bare.qrels", without(SENS_QRELS, "sens"))
     docs = write(tmp_path / "docs.txt", SENS_DOCS)
     r = write(tmp_path / "t.run", SENS_RUN)
+    judged_only = write(tmp_path / "judged.txt", SENS_DOCS.replace("h sens=1\n", ""))
     want = evaluate(with_attrs, r, CSDCG)
+    assert evaluate(bare, r, CSDCG, docinfo=judged_only) == pytest.approx(want, nan_ok=True)
+    # h, unjudged in q3 and ranked 4th, costs its grade from the side file in the top 5 only
     got = evaluate(bare, r, CSDCG, docinfo=docs)
-    assert got == pytest.approx(want, nan_ok=True)
+    assert got[("CS-DCG@5", "q3")] == pytest.approx(want[("CS-DCG@5", "q3")] - 12)
+    assert got[("CS-DCG@3", "q3")] == pytest.approx(want[("CS-DCG@3", "q3")])
     # the side file changed something: without it, nothing is sensitive
     assert evaluate(bare, r, CSDCG) != pytest.approx(want, nan_ok=True)
     # the grade is the side file's, as in the qrels; the cost is not discounted. q2 ranks
@@ -338,7 +342,7 @@ def test_cost_on_the_qrels_wins_over_the_side_file(tmp_path):
 def test_cli_docinfo_end_to_end(tmp_path):
     with_attrs = write(tmp_path / "with.qrels", SENS_QRELS)
     bare = write(tmp_path / "bare.qrels", without(SENS_QRELS, "sens"))
-    docs = write(tmp_path / "docs.txt", SENS_DOCS)
+    docs = write(tmp_path / "docs.txt", SENS_DOCS.replace("h sens=1\n", ""))  # judged docs only
     r = write(tmp_path / "t.run", SENS_RUN)
     runner = CliRunner()
     args = [str(r), "-m", "nCS-DCG@5", "-m", "CS-DCG@5", "-q", "-p", "6"]
@@ -360,3 +364,70 @@ def test_cli_docinfo_with_tbg(tmp_path):
     result = CliRunner().invoke(app, [str(bare), str(r), "-m", "hTBG@h=60", "--docinfo", str(docs), "-q"])
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[0] == "hTBG@1m               \tq1\t0.8754"
+
+
+# ------------------------------------------------------------------------------ unjudged items
+def test_unjudged_post_takes_its_cost_from_the_side_file(tmp_path):
+    """hTBG by hand: alice (at risk) has an unjudged post p2 that the run ranks first (R = 0,
+    300 words) and a judged p1 (R = 0.5, 100 words); bob (at risk) has a judged post of R = 1
+    whose 50 words come from the side file too. Alice first: E_alice = 300 + (1 - 0) * 100 =
+    400 words, t_alice = 4.4 + 0.64 (0.018 * 400 + 7.8); bob gains after that time."""
+    q = write(tmp_path / "t.qrels", "q 0 alice 1\nq 0 alice/p1 0.5\nq 0 bob 1\nq 0 bob/p1 1\n")
+    r = write(tmp_path / "t.run", run_lines("q", ["alice", "alice/p2", "alice/p1", "bob", "bob/p1"]))
+    docs = write(tmp_path / "docs.txt", "alice/p1 cost=100\nalice/p2 cost=300\nbob/p1 cost=50\n")
+    t_alice = 4.4 + 0.64 * (0.018 * 400 + 7.8)
+    got = evaluate(q, r, ["hTBG@h=60"], docinfo=docs)[("hTBG@1m", "q")]
+    assert got == pytest.approx(0.64 * 0.77 * (1 + 2 ** (-t_alice / 60)), rel=1e-12)
+    # without the side file: both unjudged and judged posts lack a cost, counted and named
+    with pytest.raises(InputError, match=r"3 items have no cost= attribute \('alice/p2' \(query 'q'\)"):
+        evaluate(q, r, ["hTBG@h=60"])
+
+
+def test_unjudged_document_costs_its_sensitivity(tmp_path):
+    """CS-DCG@3 by hand: d1 (rel 1) at rank 1 gains 1; unjudged d9 at rank 2 costs 12 * 2."""
+    q = write(tmp_path / "t.qrels", "q1 0 d1 1\nq1 0 d2 0\n")
+    r = write(tmp_path / "t.run", run_lines("q1", ["d1", "d9", "d2"]))
+    docs = write(tmp_path / "docs.txt", "d9 sens=2\n")
+    assert evaluate(q, r, ["CS-DCG@3"], docinfo=docs)[("CS-DCG@3", "q1")] == pytest.approx(1 - 24)
+    assert evaluate(q, r, ["CS-DCG@3"])[("CS-DCG@3", "q1")] == pytest.approx(1)
+    # the bounds stay those of the judged documents: below the worst, clamped to 0
+    assert evaluate(q, r, ["nCS-DCG@3"], docinfo=docs)[("nCS-DCG@3", "q1")] == 0.0
+
+
+def test_several_side_files_in_order_for_unjudged_items(tmp_path):
+    """Precedence: the qrels lines, then the side files in the order given."""
+    q = write(tmp_path / "t.qrels", "q1 0 d1 1 cost=5\n")
+    r = write(tmp_path / "t.run", run_lines("q1", ["d2", "d3", "d1"]))
+    a = write(tmp_path / "a.txt", "d1 cost=1000\nd2 cost=20\n")
+    b = write(tmp_path / "b.txt", "d2 cost=999\nd3 cost=30\n")
+    # TBG@h: T(d1) = 2 * 4.4 + 0.39 * (0.018 * (20 + 30) + 2 * 7.8); d1's own 5 words unread
+    t = 2 * 4.4 + 0.39 * (0.018 * 50 + 2 * 7.8)
+    for docinfo in ([a, b], (str(a), str(b))):
+        got = evaluate(q, r, ["TBG@h=60"], docinfo=docinfo)
+        assert got[("TBG@1m", "q1")] == pytest.approx(0.64 * 0.77 * 2 ** (-t / 60), rel=1e-12)
+    qrels = rankeval.Qrels.read(q).with_docinfo([a, b])
+    assert [name for name, _ in qrels.docinfo] == [str(a), str(b)]
+    import pyarrow as pa
+
+    costs = qrels.docinfo_number("cost", pa.array(["d1", "d2", "d3", "d4"]))
+    assert costs[:3].tolist() == [1000, 20, 30] and math.isnan(costs[3])
+
+
+def test_bad_value_for_an_unjudged_item_names_the_side_file(tmp_path):
+    q = write(tmp_path / "t.qrels", "q1 0 d1 1 cost=5\n")
+    r = write(tmp_path / "t.run", run_lines("q1", ["d2", "d1"]))
+    docs = write(tmp_path / "docs.txt", "d2 cost=long\n")
+    with pytest.raises(InputError, match=r"docs.txt:1: expected a non-negative number for cost="):
+        evaluate(q, r, ["TBG"], docinfo=docs)
+
+
+def test_cli_repeated_docinfo(tmp_path):
+    q = write(tmp_path / "t.qrels", "q1 0 d1 1 cost=5\n")
+    r = write(tmp_path / "t.run", run_lines("q1", ["d2", "d3", "d1"]))
+    a = write(tmp_path / "a.txt", "d2 cost=20\n")
+    b = write(tmp_path / "b.txt", "d3 cost=30\n")
+    args = [str(q), str(r), "-m", "TBG@h=60", "-f", "tsv"]
+    both = CliRunner().invoke(app, [*args, "--docinfo", str(a), "--docinfo", str(b)])
+    assert both.exit_code == 0, both.output
+    one = CliRunner().invoke(app, [*args, "--docinfo", str(a)])
+    assert one.exit_code != 0 and "1 item has no cost= attribute ('d3' (query 'q1'))" in one.output

@@ -191,13 +191,13 @@ BAD_SPECS = [
     ("AP(level=0)", ["'level'", f"0 is outside {CUTOFF}"], 10),
     ("map(rel=2147483648)", ["'rel'", f"2147483648 is outside {GRADE}"], 9),
     ("Bpref(rel=-1e300)", ["'rel'", f"-1e300 is outside {GRADE}"], 11),
-    ("recall@101%", ["'p'", "101% is outside (0, 100]"], 8),
-    ("recall@0%", ["'p'", "0% is outside (0, 100]"], 8),
-    ("recall_pct@0", ["'p'", "0 is outside (0, 100]"], 12),
-    ("recall_pct@1e999", ["'p'", "1e999 is outside (0, 100]"], 12),
-    ("reliability@1.5", ["'r'", "1.5 is outside [0, 1]"], 13),
-    ("reliability@150%", ["'r'", "150% is outside [0, 1]"], 13),
-    ("reliability(r=-0.01)", ["'r'", "-0.01 is outside [0, 1]"], 15),
+    ("tar_recall@101%", ["'p'", "101% is outside (0, 100]"], 12),
+    ("tar_recall@0%", ["'p'", "0% is outside (0, 100]"], 12),
+    ("tar_recall@0", ["'p'", "0 is outside (0, 100]"], 12),
+    ("tar_recall@1e999", ["'p'", "1e999 is outside (0, 100]"], 12),
+    ("tar_reliability@1.5", ["'r'", "1.5 is outside [0, 1]"], 17),
+    ("tar_reliability@150%", ["'r'", "150% is outside [0, 1]"], 17),
+    ("tar_reliability(r=-0.01)", ["'r'", "-0.01 is outside [0, 1]"], 19),
 ]
 
 
@@ -242,7 +242,7 @@ def test_the_caret_points_into_the_offending_spec_of_several() -> None:
     ("text", "words"),
     [
         ("CS-DCG", ["CS-DCG needs a cutoff, e.g. CS-DCG@10"]),
-        ("recall_pct", ["needs a percentage 0 < P <= 100"]),
+        ("tar_recall", ["needs a percentage 0 < P <= 100"]),
         ("CS-DCG(agg=gmean)@10", ["agg=gmean is not defined for CS-DCG"]),
     ],
 )
@@ -482,7 +482,7 @@ def test_out_of_domain_values_are_spec_errors(
     text = _spec_text(value)
     if text is None:
         return
-    name = "recall_pct" if cls.name == "recall_pct" else cls.name
+    name = cls.name
     spec = f"{name}({info.name}={text})"
     with pytest.raises(SpecError) as parsed:
         REGISTRY.parse(spec)

@@ -158,7 +158,7 @@ def invoke(args):
 # ----------------------------------------------------------------- a third-party plugin
 def test_third_party_format_through_the_cli_and_the_api(plugin, files) -> None:
     q, r, _ = files
-    result = invoke([q, r, "-p", plugin, "-m", "Hits@2", "-f", "pipes", "-q"])
+    result = invoke([q, r, "--plugin", plugin, "-m", "Hits@2", "-f", "pipes", "-q"])
     assert result.exit_code == 0, result.output
     assert result.stdout == "r.txt|q1|Hits@2|1.00\nr.txt|q2|Hits@2|1.00\nr.txt|all|Hits@2|1.00\n"
     registry = load_registry([plugin])
@@ -191,7 +191,7 @@ def test_third_party_expansion_and_names(plugin, files) -> None:
     """``expand_measures`` turns one spelling into several measures; ``measure_name`` names
     them for ``--names trec`` (the trec plugin's own names stay as they are)."""
     q, r, _ = files
-    result = invoke([q, r, "-p", plugin, "-m", "hits12", "-m", "P.2", "--names", "trec"])
+    result = invoke([q, r, "--plugin", plugin, "-m", "hits12", "-m", "P.2", "--names", "trec"])
     assert result.exit_code == 0, result.output
     assert [line.split("\t")[0].strip() for line in result.stdout.splitlines()] == ["hits_1", "hits_2", "P_2"]
     registry = load_registry([plugin])
@@ -202,7 +202,7 @@ def test_third_party_expansion_and_names(plugin, files) -> None:
 def test_third_party_compat_mode_same_in_the_cli_and_the_api(plugin, files) -> None:
     q, _, dup = files
     # the mode's format and duplicate rule are the defaults, in the CLI ...
-    result = invoke([q, dup, "-p", plugin, "-m", "Hits@2", "--compat", "double"])
+    result = invoke([q, dup, "--plugin", plugin, "-m", "Hits@2", "--compat", "double"])
     assert result.exit_code == 0, result.output
     assert result.stdout == "dup.txt|all|Hits@2|2.00\n"
     # ... and in the API (no on_duplicate given: the mode's "first")
@@ -220,7 +220,7 @@ def test_third_party_compat_mode_same_in_the_cli_and_the_api(plugin, files) -> N
         rankeval.evaluate(q, dup, "P@2", compat="double", registry=registry)
     with pytest.raises(UsageError, match="unknown compat 'triple'; expected one of none, clef, double"):
         rankeval.evaluate(q, dup, "Hits@2", compat="triple", registry=registry)
-    result = invoke([q, dup, "-p", plugin, "-m", "Hits@2", "--compat", "triple"])
+    result = invoke([q, dup, "--plugin", plugin, "-m", "Hits@2", "--compat", "triple"])
     assert result.exit_code == 2
     assert "unknown --compat 'triple'; expected one of none, clef, double" in result.output
 
@@ -244,7 +244,7 @@ def test_third_party_random_expectation(plugin, files) -> None:
     np.testing.assert_allclose(mc.values, rb.values, atol=0.08)
     np.testing.assert_array_equal(mc.sample_aggregates, rb.sample_aggregates)
     # through the CLI too: the compare command's random baseline
-    result = invoke(["compare", q, r, "-p", plugin, "-m", "Hits@2", "--random-baseline", "--samples", "200"])
+    result = invoke(["compare", q, r, "--plugin", plugin, "-m", "Hits@2", "--random-baseline", "--samples", "200"])
     assert result.exit_code == 0, result.output
     assert "1.1667" in result.stdout
 
@@ -289,7 +289,7 @@ def test_clef_compat_same_in_the_cli_and_the_api(tmp_path) -> None:
         api = evaluate_results(q, r, specs, compat="clef")
         first = rankeval.evaluate(q, r, specs, compat="clef", on_duplicate="first")
         with pytest.raises(InputError, match="duplicate document 'b'"):
-            rankeval.evaluate(q, r, specs)
+            rankeval.evaluate(q, r, "tar_threshold tar_norm_threshold tar_recall_threshold")
     assert api.to_frame().equals(first)
     result = invoke([q, r, "-m", specs, "--compat", "clef", "-q"])
     assert result.exit_code == 0, result.output

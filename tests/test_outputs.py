@@ -294,13 +294,13 @@ def test_debug_shows_the_plugin_traceback(files, tmp_path: Path, monkeypatch) ->
     (tmp_path / "broken_plugin.py").write_text(BROKEN)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delenv("RANKEVAL_DEBUG", raising=False)
-    plain = invoke([q, r, "-m", "Broken", "-p", "broken_plugin"])
+    plain = invoke([q, r, "-m", "Broken", "--plugin", "broken_plugin"])
     clean_failure(plain, 1, "Broken", "broken_plugin", "ZeroDivisionError", "boom inside the plugin")
-    debug = invoke([q, r, "-m", "Broken", "-p", "broken_plugin", "--debug"])
+    debug = invoke([q, r, "-m", "Broken", "--plugin", "broken_plugin", "--debug"])
     assert debug.exit_code == 1
     assert "Traceback" in debug.output and "boom inside the plugin" in debug.output
     monkeypatch.setenv("RANKEVAL_DEBUG", "1")
-    assert "Traceback" in invoke([q, r, "-m", "Broken", "-p", "broken_plugin"]).output
+    assert "Traceback" in invoke([q, r, "-m", "Broken", "--plugin", "broken_plugin"]).output
 
 
 def test_unexpected_exception_is_one_line(files, monkeypatch) -> None:
@@ -344,7 +344,7 @@ def test_ctrl_c_exits_130_without_traceback(files, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "SLOW_MARKER": str(marker)}
     env.pop("RANKEVAL_DEBUG", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rankeval.cli", q, r, "-m", "Slow", "-p", "slow_plugin", "-o", out],
+        [sys.executable, "-m", "rankeval.cli", q, r, "-m", "Slow", "--plugin", "slow_plugin", "-o", out],
         env=env,
         stderr=subprocess.PIPE,
         text=True,

@@ -121,7 +121,7 @@ def test_smallest_plugin_in_the_docs(make_module, files) -> None:
 def test_module_plugin_by_name(make_module, files) -> None:
     make_module("rk_hits", hits_module())
     reg = load_registry(["rk_hits"])
-    assert reg.plugins["rk_hits"] == "-p"
+    assert reg.plugins["rk_hits"] == "--plugin"
     assert reg.plugins["rankeval_trec"] == "built-in"
     assert reg.measures["Hits"].plugin == "rk_hits"
     assert reg.failures == {}
@@ -142,7 +142,7 @@ def test_module_plugin_object(make_module, files) -> None:
     make_module("rk_hits_obj", hits_module("HitsObj"))
     module = importlib.import_module("rk_hits_obj")
     reg = load_registry([module])
-    assert reg.plugins["rk_hits_obj"] == "-p"
+    assert reg.plugins["rk_hits_obj"] == "--plugin"
     assert reg.measures["HitsObj"].plugin == "rk_hits_obj"
     q, r = files
     got = values(rankeval.evaluate(q, r, "HitsObj@2", registry=reg))
@@ -158,7 +158,7 @@ def test_unknown_without_the_plugin() -> None:
 def test_module_plugin_cli(make_module, files) -> None:
     make_module("rk_hits_cli", hits_module())
     q, r = files
-    result = invoke([q, r, "-p", "rk_hits_cli", "-m", "Hits@2", "-q", "-p", "3"])
+    result = invoke([q, r, "-P", "rk_hits_cli", "-m", "Hits@2", "-q", "-p", "3"])
     assert result.exit_code == 0, result.output
     assert result.output == (
         "Hits@2                \t1\t1.000\n"
@@ -170,11 +170,11 @@ def test_module_plugin_cli(make_module, files) -> None:
     result = invoke([q, r, "--plugin", "rk_hits_cli", "-m", "Hits@2"])
     assert result.output == "Hits@2                \tall\t0.6667\n"
     # the catalogue commands see it too
-    out = invoke(["measures", "-p", "rk_hits_cli"]).output
+    out = invoke(["measures", "--plugin", "rk_hits_cli"]).output
     assert "Hits@k  [plugin: rk_hits_cli]" in out.splitlines()
-    assert "    k: int in [1, 2147483647] = 10  — cutoff" in out.splitlines()
-    out = invoke(["plugins", "-p", "rk_hits_cli"]).output
-    assert "rk_hits_cli\t-p\tHits" in out.splitlines()
+    assert "    k: int in [1, 2147483647], default 10  — cutoff" in out.splitlines()
+    out = invoke(["plugins", "--plugin", "rk_hits_cli"]).output
+    assert "rk_hits_cli\t--plugin\tHits" in out.splitlines()
 
 
 def test_module_plugin_missing_module(files) -> None:
@@ -215,7 +215,7 @@ def test_entry_point_plugin(make_module, files) -> None:
     assert result.output == "MyHits@2              \tall\t0.6667\n"
     out = invoke(["plugins"]).output
     assert "myplug\tentry point\tMyHits" in out.splitlines()
-    result = invoke([q, r, "-p", "no:myplug", "-m", "MyHits@2"])
+    result = invoke([q, r, "--plugin", "no:myplug", "-m", "MyHits@2"])
     assert result.exit_code == 2
     assert "unknown measure 'MyHits'" in result.output
 
@@ -247,14 +247,14 @@ def test_plugin_that_fails_to_import(make_module, files) -> None:
     assert reg.measures["Hits"].plugin == "rk_hits_ok"
 
     q, r = files
-    result = invoke([q, r, "-p", "rk_broken", "-m", "AP"])
+    result = invoke([q, r, "--plugin", "rk_broken", "-m", "AP"])
     assert result.exit_code == 0, result.output
     assert result.exception is None
     assert "rankeval: warning: plugin 'rk_broken'" in result.output
     assert "boom at import" in result.output
     assert "AP                    \tall\t0.4444\n" in result.output
     assert "Traceback" not in result.output
-    out = invoke(["plugins", "-p", "rk_broken"]).output
+    out = invoke(["plugins", "--plugin", "rk_broken"]).output
     broken = [line for line in out.splitlines() if line.startswith("rk_broken\t")]
     assert len(broken) == 1
     assert broken[0].startswith("rk_broken\tBROKEN\t")
@@ -354,7 +354,7 @@ def test_duplicate_measure_name(make_module, files) -> None:
     assert "'rk_dupe'" in msg
 
     q, r = files
-    result = invoke([q, r, "-p", "rk_dupe", "-m", "AP"])
+    result = invoke([q, r, "--plugin", "rk_dupe", "-m", "AP"])
     assert result.exit_code == 1
     assert isinstance(result.exception, SystemExit)
     assert "Traceback" not in result.output
@@ -394,12 +394,12 @@ def test_block_irmeasures_plugin(files) -> None:
     assert str(load_registry().parse("ERR@10")) == "ERR@10"
 
     q, r = files
-    result = invoke([q, r, "-p", "no:rankeval_irmeasures", "-m", "ERR@10"])
+    result = invoke([q, r, "--plugin", "no:rankeval_irmeasures", "-m", "ERR@10"])
     assert result.exit_code == 2
     assert isinstance(result.exception, SystemExit)
     assert "unknown measure 'ERR'" in result.output
     assert "Traceback" not in result.output
-    out = invoke(["plugins", "-p", "no:rankeval_irmeasures"]).output
+    out = invoke(["plugins", "--plugin", "no:rankeval_irmeasures"]).output
     listed = [line.split("\t")[0] for line in out.splitlines()]
     assert "rankeval_trec" in listed
     assert "rankeval_irmeasures" not in listed
@@ -482,7 +482,7 @@ def test_resolve_measure_hook(make_module, files) -> None:
     make_module("rk_resolver", RESOLVER)
     reg = load_registry(["rk_resolver"])
     module = sys.modules["rk_resolver"]
-    assert reg.plugins["rk_resolver"] == "-p"
+    assert reg.plugins["rk_resolver"] == "--plugin"
 
     m = reg.parse("Zed@3")
     assert type(m).__name__ == "Zed"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import re
 import warnings
 from pathlib import Path
 
@@ -13,12 +14,14 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rankeval_tar import CLEF_NAMES
 from typer.testing import CliRunner
 
 import rankeval
 from rankeval.cli.app import app
 from rankeval.errors import InputError, RankevalWarning, UsageError
-from rankeval.measures.plugins import DEFAULT_PLUGINS, load_registry
+from rankeval.measures.plugins import DEFAULT_PLUGINS, load_registry, measure_names
+from rankeval.report.formats import compat_mode
 
 CLEF = Path(__file__).parent / "data" / "clef-tar"
 QRELS = {kind: CLEF / f"full.test.dta.{kind}.2019.qrels.gz" for kind in ("abs", "content")}
@@ -45,28 +48,32 @@ OFFICIAL = [
     "loss_er",
 ]
 NOT_OURS = {"cg_total", "cg_max", "cg_threshold", "r", "loss_e", "loss_r"}
+# rankeval's names: the evaluator's with tar_ in front (its own are for --compat clef)
 ALL_TAR = [
-    "num_docs",
-    "num_rels",
-    "num_shown",
-    "rels_found",
-    "last_rel",
-    "norm_last_rel",
-    "threshold",
-    "norm_threshold",
-    "recall_threshold",
-    "wss_100",
-    "wss_95",
-    "ap",
-    "norm_area",
-    "recall@10%",
-    "recall@50%",
-    "recall@95%",
-    "recall@100%",
-    "loss_er",
-    "total_cost",
-    "reliability@0.5",
-    "reliability",
+    f"tar_{m}"
+    for m in (
+        "num_docs",
+        "num_rels",
+        "num_shown",
+        "rels_found",
+        "last_rel",
+        "norm_last_rel",
+        "threshold",
+        "norm_threshold",
+        "recall_threshold",
+        "wss_100",
+        "wss_95",
+        "ap",
+        "norm_area",
+        "recall@10%",
+        "recall@50%",
+        "recall@95%",
+        "recall@100%",
+        "loss_er",
+        "total_cost",
+        "reliability@0.5",
+        "reliability",
+    )
 ]
 
 
@@ -112,17 +119,18 @@ def test_compat_clef_values_without_per_query_rows_are_the_all_lines():
 
 def test_default_values_are_unrounded_and_round_to_the_official_ones():
     frame = rankeval.evaluate(
-        QRELS["content"], CLEF / f"{RUNS[1]}.gz", ["wss_95", "ap", "recall@10%", "loss_er"]
+        QRELS["content"], CLEF / f"{RUNS[1]}.gz", ["tar_wss_95", "tar_ap", "tar_recall@10%", "tar_loss_er"]
     )
     official = {
         (t, m): float(v) for t, m, v in official_lines(CLEF / "official" / "content" / f"{RUNS[1]}.out.gz")
     }
     for _, row in frame.iterrows():
         topic = "ALL" if row.query_id == "all" else row.query_id
-        assert round(row.value, 3) == pytest.approx(official[(topic, row.measure)], abs=1e-12)
+        clef_name = row.measure.removeprefix("tar_")
+        assert round(row.value, 3) == pytest.approx(official[(topic, clef_name)], abs=1e-12)
     # the aggregate of recall@P% is pooled: Σ found / Σ R, not the mean over topics
-    per_topic = frame[(frame.measure == "recall@10.0%") & (frame.query_id != "all")].value
-    pooled = frame[(frame.measure == "recall@10.0%") & (frame.query_id == "all")].value.item()
+    per_topic = frame[(frame.measure == "tar_recall@10.0%") & (frame.query_id != "all")].value
+    pooled = frame[(frame.measure == "tar_recall@10.0%") & (frame.query_id == "all")].value.item()
     assert pooled != pytest.approx(per_topic.mean())
 
 
@@ -317,10 +325,15 @@ def hand(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def evaluate(q, r, specs, **kw) -> dict[tuple[str, str], float]:
+    """``{(measure, topic): value}``, each measure under the evaluator's name (rankeval's
+    without its ``tar_``; with ``compat="clef"`` the results carry the evaluator's names)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RankevalWarning)
         frame = rankeval.evaluate(q, r, specs, on_duplicate="first", **kw)
-    return {(m, t): v for m, t, v in zip(frame.measure, frame.query_id, frame.value, strict=True)}
+    return {
+        (m.removeprefix("tar_"), t): v
+        for m, t, v in zip(frame.measure, frame.query_id, frame.value, strict=True)
+    }
 
 
 @pytest.mark.parametrize("clef", [False, True])
@@ -352,7 +365,7 @@ def test_hand_computed_aggregates(hand):
     # recall@50%: pooled, Σ found / Σ R = (2 + 0 + 1 + 1 + 1) / (3 + 1 + 2 + 2 + 2)
     assert got[("recall@50.0%", "all")] == pytest.approx(5 / 10)
     # --no-missing-zero leaves t3 out
-    got = evaluate(*hand, ["num_docs", "recall@50%"], missing_zero=False)
+    got = evaluate(*hand, ["tar_num_docs", "tar_recall@50%"], missing_zero=False)
     assert got[("num_docs", "all")] == 8 + 3 + 4 + 4
     assert got[("recall@50.0%", "all")] == pytest.approx(5 / 9)
 
@@ -419,11 +432,11 @@ def test_recall_at_percent_past_the_end_of_a_short_run(tmp_path):
     q, r = tmp_path / "q", tmp_path / "r"
     q.write_text("".join(f"t 0 {d} {1 if i in (2, 10) else 0}\n" for i, d in enumerate(docs)))
     r.write_text("".join(f"t 0 {d} {i + 1} 0 x\n" for i, d in enumerate(docs[:11])))
-    assert evaluate(q, r, ["recall@100%"])[("recall@100.0%", "t")] == 1.0
+    assert evaluate(q, r, ["tar_recall@100%"])[("recall@100.0%", "t")] == 1.0
     assert evaluate(q, r, ["recall@100%"], compat="clef")[("recall@100.0%", "t")] == 0.5
     # recall@4%: k = round(10.0) = 10 (1/2); recall@5%: k = round(12.5) = 12 > 11
     assert evaluate(q, r, ["recall@4% recall@5%"], compat="clef")[("recall@5.0%", "t")] == 0.5
-    assert evaluate(q, r, ["recall@5%"])[("recall@5.0%", "t")] == 1.0
+    assert evaluate(q, r, ["tar_recall@5%"])[("recall@5.0%", "t")] == 1.0
 
 
 # ------------------------------------------------------------------------------ run format
@@ -432,7 +445,7 @@ def test_2017_interaction_codes(tmp_path):
     q, r = tmp_path / "q", tmp_path / "r"
     q.write_text("t 0 a 1\nt 0 b 0\nt 0 c 0\nt 0 d 1\nt 0 e 0\n")
     r.write_text("t AF a 1 0 x\nt NF b 2 0 x\nt AF c 3 0 x\nt NS d 4 0 x\nt NS e 5 0 x\n")
-    got = evaluate(q, r, ["threshold", "norm_threshold", "recall_threshold", "total_cost"])
+    got = evaluate(q, r, ["tar_threshold", "tar_norm_threshold", "tar_recall_threshold", "tar_total_cost"])
     assert got[("threshold", "t")] == 3
     assert got[("norm_threshold", "t")] == pytest.approx(3 / 5)
     assert got[("recall_threshold", "t")] == pytest.approx(1 / 2)
@@ -447,14 +460,14 @@ def test_q0_is_no_flag(tmp_path):
     q, r = tmp_path / "q", tmp_path / "r"
     q.write_text("t 0 a 1\nt 0 b 0\nt 0 c 1\n")
     r.write_text("t Q0 a 1 3 x\nt Q0 b 2 2 x\n")
-    got = evaluate(q, r, ["threshold", "recall_threshold"])
+    got = evaluate(q, r, ["tar_threshold", "tar_recall_threshold"])
     assert got[("threshold", "t")] == 2
     assert got[("recall_threshold", "t")] == 0.5
 
 
 def test_a_duplicate_is_an_error_unless_on_duplicate_first(hand):
     q, r = hand
-    result = invoke([q, r, "-m", "threshold"])
+    result = invoke([q, r, "-m", "tar_threshold"])
     assert result.exit_code == 1
     assert "hand.run:12" in result.output and "duplicate document 'g2'" in result.output
     assert "first on line 10" in result.output
@@ -477,7 +490,7 @@ def test_bad_threshold_flag_names_file_and_line(hand, line, message):
     lines = HAND_RUN.splitlines()
     lines[3] = line  # line 4 of the file
     r.write_text("\n".join(lines) + "\n")
-    result = invoke([q, r, "-m", "threshold", "--on-duplicate", "first"])
+    result = invoke([q, r, "-m", "tar_threshold", "--on-duplicate", "first"])
     assert result.exit_code == 1
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert f"hand.run:4: {message}" in result.output
@@ -485,7 +498,7 @@ def test_bad_threshold_flag_names_file_and_line(hand, line, message):
     # other measures do not read column 2
     assert invoke([q, r, "-m", "AP", "--on-duplicate", "first"]).exit_code == 0
     with pytest.raises(InputError) as info:
-        evaluate(q, r, ["norm_threshold"])
+        evaluate(q, r, ["tar_norm_threshold"])
     assert info.value.line == 4
 
 
@@ -494,38 +507,39 @@ def test_skipped_topics_are_reported(hand):
     with pytest.warns(
         RankevalWarning, match=r"1 topic\(s\) without relevant documents \(R = 0\) skipped: t2"
     ):
-        rankeval.evaluate(q, r, ["threshold"], on_duplicate="first")
+        rankeval.evaluate(q, r, ["tar_threshold"], on_duplicate="first")
     with pytest.warns(RankevalWarning, match=r"not in the run skipped \(as the CLEF evaluator\): t3"):
         rankeval.evaluate(q, r, ["threshold"], on_duplicate="first", compat="clef")
-    result = invoke([q, r, "-m", "threshold", "--on-duplicate", "first"])
+    result = invoke([q, r, "-m", "tar_threshold", "--on-duplicate", "first"])
     assert "rankeval: warning: run hand.run: TAR measures: 1 topic(s) without relevant" in result.output
 
 
 def test_trec_format_prints_ranks_without_decimals(hand):
     q, r = hand
-    result = invoke([q, r, "-m", "last_rel num_docs", "-q", "--on-duplicate", "first"])
+    result = invoke([q, r, "-m", "tar_last_rel tar_num_docs", "-q", "--on-duplicate", "first"])
     rows = {tuple(line.split()[:2]): line.split()[2] for line in result.stdout.splitlines()}
-    assert rows[("last_rel", "t1")] == "5"
-    assert rows[("last_rel", "all")] == "2.6000"  # mean (5 + 0 + 3 + 2 + 3) / 5
-    assert rows[("num_docs", "all")] == "21"
+    assert rows[("tar_last_rel", "t1")] == "5"
+    assert rows[("tar_last_rel", "all")] == "2.6000"  # mean (5 + 0 + 3 + 2 + 3) / 5
+    assert rows[("tar_num_docs", "all")] == "21"
 
 
 # ------------------------------------------------------------------------------ specs, plugin
 @pytest.mark.parametrize(
     ("spec", "canonical"),
     [
-        ("recall@10%", "recall@10.0%"),
-        ("recall@10.0%", "recall@10.0%"),
-        ("recall@12.5%", "recall@12.5%"),
-        ("recall_pct@10", "recall@10.0%"),
-        ("recall_pct@10%", "recall@10.0%"),
-        ("recall(compat=clef)@5%", "recall(compat=clef)@5.0%"),
-        ("reliability@95%", "reliability"),
-        ("reliability@0.9", "reliability@0.9"),
-        ("recall_threshold(est=ht)", "recall_threshold(est=ht)"),
-        ("R_est(est=hh)", "R_est(est=hh)"),
-        ("norm_threshold(compat=clef)", "norm_threshold(compat=clef)"),
-        ("wss_95", "wss_95"),
+        ("tar_recall@10%", "tar_recall@10.0%"),
+        ("tar_recall@10.0%", "tar_recall@10.0%"),
+        ("tar_recall@12.5%", "tar_recall@12.5%"),
+        ("tar_recall@10", "tar_recall@10.0%"),
+        ("TAR_Recall@10%", "tar_recall@10.0%"),
+        ("tar_recall(compat=clef)@5%", "tar_recall(compat=clef)@5.0%"),
+        ("tar_reliability@95%", "tar_reliability"),
+        ("tar_reliability@0.9", "tar_reliability@0.9"),
+        ("tar_recall_threshold(est=ht)", "tar_recall_threshold(est=ht)"),
+        ("tar_R_est(est=hh)", "tar_R_est(est=hh)"),
+        ("tar_r_est", "tar_R_est"),
+        ("tar_norm_threshold(compat=clef)", "tar_norm_threshold(compat=clef)"),
+        ("tar_wss_95", "tar_wss_95"),
     ],
 )
 def test_spec_round_trip(spec, canonical):
@@ -538,12 +552,12 @@ def test_spec_round_trip(spec, canonical):
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("recall_pct", "needs a percentage 0 < P <= 100"),
-        ("recall_pct@0", "bad value for 'p': 0 is outside (0, 100]"),
-        ("recall@101%", "bad value for 'p': 101% is outside (0, 100]"),
-        ("reliability@2", r"bad value for 'r': 2 is outside \[0, 1]"),
-        ("threshold(compat=trec)", "expected one of none, clef"),
-        ("recall_threshold(est=mc)", "expected one of exact, ht, hh"),
+        ("tar_recall", "needs a percentage 0 < P <= 100"),
+        ("tar_recall@0", "bad value for 'p': 0 is outside (0, 100]"),
+        ("tar_recall@101%", "bad value for 'p': 101% is outside (0, 100]"),
+        ("tar_reliability@2", r"bad value for 'r': 2 is outside \[0, 1]"),
+        ("tar_threshold(compat=trec)", "expected one of none, clef"),
+        ("tar_recall_threshold(est=mc)", "expected one of exact, ht, hh"),
     ],
 )
 def test_bad_specs(spec, message):
@@ -555,9 +569,109 @@ def test_plugin_is_built_in_and_lists_its_measures():
     assert DEFAULT_PLUGINS.index("rankeval_tar") < DEFAULT_PLUGINS.index("rankeval_irmeasures")
     registry = load_registry(entry_points=False)
     names = {n for n, e in registry.measures.items() if e.plugin == "rankeval_tar"}
-    assert {"num_docs", "norm_threshold", "recall_threshold", "recall_pct", "reliability", "R_est"} <= names
+    assert len(names) == 18
+    assert all(n.startswith("tar_") for n in names)
+    assert {"tar_num_docs", "tar_norm_threshold", "tar_recall", "tar_reliability", "tar_R_est"} <= names
     result = invoke(["measures"])
-    assert "recall_pct@p  [plugin: rankeval_tar]" in result.output
+    assert "tar_recall@p  [plugin: rankeval_tar]" in result.output
+
+
+# ------------------------------------------------------------------------------ names
+def test_rankeval_names_are_the_evaluators_with_tar_in_front():
+    registry = load_registry(entry_points=False)
+    ours = {n for n, e in registry.measures.items() if e.plugin == "rankeval_tar"}
+    assert len(CLEF_NAMES) == 16
+    assert all(name == f"tar_{clef}" for clef, name in CLEF_NAMES.items())
+    assert set(CLEF_NAMES.values()) <= ours
+    assert ours - set(CLEF_NAMES.values()) == {"tar_reliability", "tar_R_est"}  # not the evaluator's
+
+
+def test_the_docs_table_of_names_is_the_plugins():
+    text = (Path(__file__).parents[1] / "docs" / "tar.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (`[^`]+`|—) \| \[`([^`@]+)[^`]*`\]", text, re.MULTILINE)
+    documented = {clef.strip("`").split("@")[0]: ours for clef, ours in rows if clef != "—"}
+    assert documented == CLEF_NAMES
+    registry = load_registry(entry_points=False)
+    assert {ours for _, ours in rows} == {
+        n for n, e in registry.measures.items() if e.plugin == "rankeval_tar"
+    }
+
+
+@pytest.mark.parametrize("clef", sorted(set(CLEF_NAMES) - {"ap", "recall"}))
+def test_a_clef_name_outside_compat_clef_says_what_to_write(clef):
+    hint = f"unknown measure {clef!r}; did you mean tar_{clef} (or --compat clef for CLEF's names)?"
+    registry = load_registry(entry_points=False)
+    for spec in (clef, f"{clef}(compat=clef)"):
+        with pytest.raises(UsageError) as info:
+            registry.parse(spec)
+        assert hint in str(info.value)
+    with pytest.raises(UsageError, match=re.escape(f"did you mean tar_{clef} ")):
+        registry.parse(clef.upper())
+
+
+def test_ap_and_recall_at_k_are_other_measures_outside_compat_clef():
+    registry = load_registry(entry_points=False)
+    assert type(registry.parse("ap")).__module__ == "rankeval_trec.classic"
+    assert str(registry.parse("ap")) == "AP"
+    assert str(registry.parse("recall@10")) == "R@10"
+    # under --compat clef, the evaluator's names, spelled as it spells them, come first
+    aliases = compat_mode("clef", registry)[1].aliases
+    assert str(registry.parse("ap", aliases=aliases)) == "tar_ap"
+    assert str(registry.parse("AP", aliases=aliases)) == "AP"
+    assert str(registry.parse("recall@10%", aliases=aliases)) == "tar_recall@10.0%"
+    assert str(registry.parse("wss_95(compat=clef)", aliases=aliases)) == "tar_wss_95(compat=clef)"
+
+
+def test_compat_clef_results_carry_the_evaluators_names(hand):
+    specs = "tar_ap ap tar_recall@10% tar_reliability@0.5 tar_recall_threshold(est=ht) AP"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RankevalWarning)
+        frame = rankeval.evaluate(*hand, specs, compat="clef", on_duplicate="first")
+        plain = rankeval.evaluate(*hand, specs.replace(" ap ", " "), on_duplicate="first")
+    # a measure the evaluator lacks, or with a parameter it lacks, keeps rankeval's name
+    assert list(dict.fromkeys(frame.measure)) == [
+        "ap",
+        "recall@10.0%",
+        "tar_reliability@0.5",
+        "tar_recall_threshold(est=ht)",
+        "AP",
+    ]
+    assert list(dict.fromkeys(plain.measure)) == [
+        "tar_ap",
+        "tar_recall@10.0%",
+        "tar_reliability@0.5",
+        "tar_recall_threshold(est=ht)",
+        "AP",
+    ]
+
+
+def test_names_clef_prints_the_evaluators_names_of_unrounded_values(hand):
+    registry = load_registry(entry_points=False)
+    measures = registry.parse_many("tar_wss_95 tar_recall@50% tar_wss_95(compat=clef) nDCG")
+    assert measure_names(measures, "clef", registry) == {
+        "tar_wss_95": "wss_95",
+        "tar_recall@50.0%": "recall@50.0%",
+        "tar_wss_95(compat=clef)": "wss_95",
+        "nDCG": "nDCG",
+    }
+    q, r = hand
+    result = invoke([q, r, "-m", "tar_wss_95 tar_recall@50%", "--names", "clef", "--on-duplicate", "first"])
+    assert result.exit_code == 0, result.output
+    assert [line.split() for line in result.stdout.splitlines()] == [
+        ["wss_95", "all", f"{np.mean([(8 - 5) / 8 - 0.05, 0, -0.05, 0, (4 - 3) / 4 - 0.05]):.4f}"],
+        ["recall@50.0%", "all", "0.5000"],
+    ]
+
+
+def test_cli_clef_names_only_with_compat_clef(hand):
+    q, r = hand
+    result = invoke([q, r, "-m", "wss_95", "--on-duplicate", "first"])
+    assert result.exit_code == 2
+    assert "did you mean tar_wss_95 (or --compat clef for CLEF's names)?" in result.output
+    result = invoke([q, r, "-m", "wss_95 ap", "--compat", "clef"])
+    assert result.exit_code == 0, result.output
+    ap = ((1 + 2 / 3 + 3 / 5) / 3 + (1 / 2 + 2 / 3) / 2 + (1 / 2) / 2 + (1 + 2 / 3) / 2) / 4  # t1, t4, t5, t6
+    assert result.stdout.splitlines() == ["ALL\twss_95\t0.119", f"ALL\tap\t{round(ap, 3)}"]
 
 
 def test_compat_option_errors(hand):
@@ -565,7 +679,7 @@ def test_compat_option_errors(hand):
     result = invoke([q, r, "-m", "AP", "--compat", "clef"])
     assert result.exit_code == 2
     assert "none of the measures AP has a compat mode" in result.output
-    result = invoke([q, r, "-m", "threshold", "--compat", "trec_eval"])
+    result = invoke([q, r, "-m", "tar_threshold", "--compat", "trec_eval"])
     assert result.exit_code == 2
     assert "unknown --compat 'trec_eval'" in result.output
     # --compat clef with another format: the values are the evaluator's, the layout trec
@@ -674,7 +788,8 @@ def printed(value, measure):
     return round(value, 3) if value < 1 else round(value, 0)
 
 
-SIMPLE = [m for m in ALL_TAR if not m.startswith(("recall@", "reliability"))]
+# the evaluator's names of the measures without a parameter
+SIMPLE = [m.removeprefix("tar_") for m in ALL_TAR if not m.startswith(("tar_recall@", "tar_reliability"))]
 PERCENTS = (1, 7, 10, 33, 50, 95, 100)
 
 
@@ -710,8 +825,9 @@ def write_collection(tmp_path, qrels, lines):
 def test_vectorised_measures_equal_line_by_line_screening(tmp_path, data):
     qrels, lines = data
     q, r = write_collection(tmp_path, qrels, lines)
-    specs = SIMPLE + [f"recall@{p}%" for p in PERCENTS]
     for clef in (False, True):
+        prefix = "" if clef else "tar_"  # the evaluator's names under compat clef, else rankeval's
+        specs = [prefix + m for m in SIMPLE] + [f"{prefix}recall@{p}%" for p in PERCENTS]
         expected = screen_like_the_evaluator(qrels, lines, clef)
         got = evaluate(q, r, specs, compat="clef" if clef else None)
         for topic in qrels:

@@ -41,12 +41,14 @@ def test_horvitz_thompson_by_hand(tmp_path):
     # R̂ = Σ y/π = 1/0.5 (a) + 0 (b) + 1/0.25 (c) + 1 (d) + 1/0.8 (e) = 2 + 4 + 1 + 1.25 = 8.25
     # screened a, b, c: R̂_t = 2 + 4 = 6 ; recall ≈ 6 / 8.25
     q, r = write(tmp_path, "t 0 a 1 pi=0.5\nt 0 b 0 pi=0.5\nt 0 c 1 pi=0.25\nt 0 d 1\nt 0 e 2 pi=0.8\n", RUN)
-    got = evaluate(q, r, ["R_est", "recall_threshold(est=ht)", "recall_threshold", "num_rels"])
-    assert got[("R_est", "t")] == pytest.approx(8.25)
-    assert got[("recall_threshold(est=ht)", "t")] == pytest.approx(6 / 8.25)
+    got = evaluate(
+        q, r, ["tar_R_est", "tar_recall_threshold(est=ht)", "tar_recall_threshold", "tar_num_rels"]
+    )
+    assert got[("tar_R_est", "t")] == pytest.approx(8.25)
+    assert got[("tar_recall_threshold(est=ht)", "t")] == pytest.approx(6 / 8.25)
     # the judged documents as they are: a and c of the 4 relevant ones
-    assert got[("recall_threshold", "t")] == pytest.approx(2 / 4)
-    assert got[("num_rels", "t")] == 4
+    assert got[("tar_recall_threshold", "t")] == pytest.approx(2 / 4)
+    assert got[("tar_num_rels", "t")] == 4
 
 
 def test_hansen_hurwitz_by_hand(tmp_path):
@@ -56,31 +58,43 @@ def test_hansen_hurwitz_by_hand(tmp_path):
     # screened a, b, c: R̂_t = (20 + 20) / 4 = 10 ; recall ≈ 10 / 11
     qrels = "t 0 a 1 p=0.1 draws=2\nt 0 b 0 p=0.2\nt 0 c 1 p=0.05\nt 0 d 1\n"
     q, r = write(tmp_path, qrels, RUN)
-    got = evaluate(q, r, ["R_est(est=hh)", "recall_threshold(est=hh)"])
-    assert got[("R_est(est=hh)", "t")] == pytest.approx(11)
-    assert got[("recall_threshold(est=hh)", "t")] == pytest.approx(10 / 11)
+    got = evaluate(q, r, ["tar_R_est(est=hh)", "tar_recall_threshold(est=hh)"])
+    assert got[("tar_R_est(est=hh)", "t")] == pytest.approx(11)
+    assert got[("tar_recall_threshold(est=hh)", "t")] == pytest.approx(10 / 11)
     # a document drawn twice may also be written as two lines, one per draw
     q.write_text("t 0 a 1 p=0.1\nt 1 a 1 p=0.1\nt 0 b 0 p=0.2\nt 0 c 1 p=0.05\nt 0 d 1\n")
-    assert evaluate(q, r, ["R_est(est=hh)"])[("R_est(est=hh)", "t")] == pytest.approx(11)
+    assert evaluate(q, r, ["tar_R_est(est=hh)"])[("tar_R_est(est=hh)", "t")] == pytest.approx(11)
 
 
 def test_without_sampling_the_estimates_are_exact(tmp_path):
     q, r = write(tmp_path, "t 0 a 1\nt 0 b 0\nt 0 c 1\nt 0 d 2\nt 0 e 0\n", RUN)
     got = evaluate(
-        q, r, ["R_est", "R_est(est=hh)", "num_rels", "recall_threshold", "recall_threshold(est=ht)"]
+        q,
+        r,
+        [
+            "tar_R_est",
+            "tar_R_est(est=hh)",
+            "tar_num_rels",
+            "tar_recall_threshold",
+            "tar_recall_threshold(est=ht)",
+        ],
     )
-    assert got[("R_est", "t")] == got[("R_est(est=hh)", "t")] == got[("num_rels", "t")] == 3
-    assert got[("recall_threshold(est=ht)", "t")] == got[("recall_threshold", "t")] == pytest.approx(2 / 3)
+    assert got[("tar_R_est", "t")] == got[("tar_R_est(est=hh)", "t")] == got[("tar_num_rels", "t")] == 3
+    assert (
+        got[("tar_recall_threshold(est=ht)", "t")]
+        == got[("tar_recall_threshold", "t")]
+        == pytest.approx(2 / 3)
+    )
 
 
 @pytest.mark.parametrize(
     ("line", "spec", "message"),
     [
-        ("t 0 c 1 pi=0", "R_est", "bad pi='0': expected an inclusion probability in (0, 1]"),
-        ("t 0 c 1 pi=1.5", "recall_threshold(est=ht)", "bad pi='1.5'"),
-        ("t 0 c 1 pi=half", "R_est", "bad pi='half'"),
-        ("t 0 c 1 p=-0.1", "R_est(est=hh)", "bad p='-0.1': expected a per-draw selection probability"),
-        ("t 0 c 1 p=0.1 draws=0", "R_est(est=hh)", "bad draws='0'"),
+        ("t 0 c 1 pi=0", "tar_R_est", "bad pi='0': expected an inclusion probability in (0, 1]"),
+        ("t 0 c 1 pi=1.5", "tar_recall_threshold(est=ht)", "bad pi='1.5'"),
+        ("t 0 c 1 pi=half", "tar_R_est", "bad pi='half'"),
+        ("t 0 c 1 p=-0.1", "tar_R_est(est=hh)", "bad p='-0.1': expected a per-draw selection probability"),
+        ("t 0 c 1 p=0.1 draws=0", "tar_R_est(est=hh)", "bad draws='0'"),
     ],
 )
 def test_bad_sampling_attributes_name_file_and_line(tmp_path, line, spec, message):
@@ -162,14 +176,14 @@ def test_horvitz_thompson_is_unbiased():
                     "pi": repr(float(pi[i])),
                 }
             )
-    got = simulate(["R_est", "recall_threshold(est=ht)"], rows, topics)
-    check_unbiased(got["R_est"], R)
+    got = simulate(["tar_R_est", "tar_recall_threshold(est=ht)"], rows, topics)
+    check_unbiased(got["tar_R_est"], R)
     # the estimate of the relevant documents screened, R̂_t = recall · R̂ (0 when R̂ = 0)
-    screened = np.nan_to_num(got["recall_threshold(est=ht)"]) * got["R_est"]
+    screened = np.nan_to_num(got["tar_recall_threshold(est=ht)"]) * got["tar_R_est"]
     check_unbiased(screened, R_t)
     # recall is the ratio R̂_t / R̂ of two unbiased estimates: consistent, not unbiased. With
     # samples this small its mean is off by about 0.06 here (documented in docs/tar.md)
-    recall = got["recall_threshold(est=ht)"]
+    recall = got["tar_recall_threshold(est=ht)"]
     assert np.all((recall >= 0) & (recall <= 1) | np.isnan(recall))
     assert np.nanmean(recall) == pytest.approx(R_t / R, abs=0.1)
 
@@ -195,8 +209,8 @@ def test_hansen_hurwitz_is_unbiased():
                     "draws": str(m),
                 }
             )
-    got = simulate(["R_est(est=hh)", "recall_threshold(est=hh)"], rows, topics)
-    check_unbiased(got["R_est(est=hh)"], R)
-    screened = np.nan_to_num(got["recall_threshold(est=hh)"]) * got["R_est(est=hh)"]
+    got = simulate(["tar_R_est(est=hh)", "tar_recall_threshold(est=hh)"], rows, topics)
+    check_unbiased(got["tar_R_est(est=hh)"], R)
+    screened = np.nan_to_num(got["tar_recall_threshold(est=hh)"]) * got["tar_R_est(est=hh)"]
     check_unbiased(screened, R_t)
-    assert np.nanmean(got["recall_threshold(est=hh)"]) == pytest.approx(R_t / R, abs=0.1)  # a ratio
+    assert np.nanmean(got["tar_recall_threshold(est=hh)"]) == pytest.approx(R_t / R, abs=0.1)  # a ratio

@@ -105,7 +105,7 @@ def test_missing_cost_is_an_error_naming_the_item(tmp_path):
     q, r = tmp_path / "q", tmp_path / "r"
     q.write_text("1 0 u 1\n1 0 u/p1 0.5 cost=10\n1 0 u/p2 0.5\n")
     r.write_text("1 Q0 u 1 1 s\n1 Q0 u/p1 1 2 s\n1 Q0 u/p2 2 1 s\n")
-    with pytest.raises(rankeval.InputError, match="'u/p2' of query '1' has no cost="):
+    with pytest.raises(rankeval.InputError, match=r"1 item has no cost= attribute \('u/p2' \(query '1'\)\)"):
         rankeval.evaluate(q, r, "hTBG")
     ok = rankeval.evaluate(q, r, "hTBG(default_cost=10)")
     assert ok["value"].iloc[0] == pytest.approx(0.64 * 0.77)  # the only individual, reached at time 0

@@ -14,8 +14,11 @@ not always optimal. ``CS-DCG-neg@k`` is 1 for a query whose CS-DCG@k is below 0 
 was worse than not searching"), so its mean is the share of such queries.
 
 The sensitivity grade ``s`` of a document is its ``sens=`` attribute in the qrels (the
-maximum over assessors' lines; 0 without one), which may come from a side file of document
-attributes (:meth:`rankeval.Qrels.with_docinfo`, ``--docinfo``). Everything is computed for
+maximum over assessors' lines; 0 without one), which may come from a side file of item
+attributes (:meth:`rankeval.Qrels.with_docinfo`, ``--docinfo``) for judged and unjudged
+documents alike: an unjudged document the run shows gains nothing and costs its sensitivity.
+The bounds of nCS-DCG are over the query's judged documents (the paper's pool), so a run
+showing unjudged sensitive documents can fall below the worst bound (clamped to 0). Everything is computed for
 all queries at once: the run's value from the judged rows in the top k, the bounds by a
 dynamic programme whose only loop is over candidate positions (at most k per distinct gain,
 and per distinct sensitivity grade, of a query), vectorised over queries.
@@ -46,6 +49,7 @@ GMEAN_FLOOR = 1e-5
 
 _CUTOFF = "rank cutoff k (required: CS-DCG@10)"
 _GAIN = "gain of a grade: exp = 2^rel - 1 (the paper), linear = rel; grades below 0 gain 0"
+_LEVEL = "nesting level ranked: 1 = top-level items, 2 = children within each parent (sub-query per parent)"
 _COST = "cost C of showing a document of sensitivity grade 1 (the paper's C_s for k = 10)"
 
 
@@ -339,10 +343,12 @@ class _CostSensitive(Measure):
 
     at: ClassVar[str | None] = "k"
     source: ClassVar[str] = SAYED_OARD
+    attributes: ClassVar[tuple[str, ...]] = ("sens",)
 
     k: int | None = param(None, _CUTOFF)
     gain: Literal["exp", "linear"] = param("exp", _GAIN)
     cost: float = param(12.0, _COST, domain=Domain(0))  # a negative cost would reward sensitivity
+    level: int = param(1, _LEVEL)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -355,8 +361,9 @@ class _CostSensitive(Measure):
         return self.k
 
     def cs_dcg(self, data: RankedLists) -> np.ndarray:
-        """``(Q,)`` CS-DCG@k of the run: only judged rows in the top k contribute (unjudged
-        rows have gain 0 and sensitivity 0)."""
+        """``(Q,)`` CS-DCG@k of the run: the judged rows in the top k gain and cost; an
+        unjudged row gains 0 and costs its ``sens=`` from a ``--docinfo`` side file (0
+        without one)."""
 
         def make() -> np.ndarray:
             rows = data.judged_rows()
@@ -367,7 +374,14 @@ class _CostSensitive(Measure):
             value = (
                 gain_of(data.judged_row_relevance[top], self.gain) / np.log2(rank + 2.0) - self.cost * sens
             )
-            return data.query_sum(rows, value)
+            out = data.query_sum(rows, value)
+            if data.qrels.docinfo:  # unjudged rows of the top k with a side file's sens=
+                shown = np.flatnonzero(data.rank < self.cutoff)
+                unjudged = shown[~np.isin(shown, data.judged_rows())]
+                side = data.docinfo_number("sens", unjudged, "the sensitivity grade", domain=MAX_GRADE_DOMAIN)
+                given = ~np.isnan(side)
+                out -= data.query_sum(unjudged[given], self.cost * side[given])
+            return out
 
         return data.memo(("csdcg-value", self.k, self.gain, self.cost), make)
 

@@ -82,7 +82,7 @@ class IrMeasure(Measure):
 
     spec: str = param("", "the measure in ir_measures syntax")
     # the spec as the user wrote it: printed, so that it parses back to this bridge measure —
-    # ir_measures' own spelling of e.g. RPrec is 'Rprec', which is a native measure's name
+    # ir_measures' own spelling of e.g. Precision@10 is 'P@10', which is a native measure's
     spelling: str = field(default="", compare=False, metadata={"help": "the spec as written"})
 
     def __str__(self) -> str:
@@ -175,8 +175,9 @@ def resolve_measure(spec: str) -> Measure | None:
         _validate(ir_measures, measure, spec)
     cls = IrCount if isinstance(measure.aggregator(), ir_measures.measures.SumAgg) else IrMeasure
     canonical = str(measure)
-    # the registry did not know this name; ir_measures' canonical name may be one it knows
-    # (RPrec -> Rprec): then print the user's spelling, which parses back to this measure
+    # the registry did not know this name, not even case-insensitively; ir_measures'
+    # canonical name may be one it knows (Precision@10 -> P@10): then print the user's
+    # spelling, which parses back to this measure
     spelling = spec if _base_name(canonical) != name else ""
     return cls(spec=canonical, spelling=spelling)
 

@@ -3,9 +3,15 @@
 A TAR run ranks the candidate documents of a systematic review (a *topic*) and marks a
 threshold: a reviewer screens the documents in the run's order and stops there. The measures
 are those of the official evaluator (github CLEF-TAR/tar, ``scripts/tar_eval_2018.py``,
-task 2), under the names it prints: what the screening costs (``norm_threshold``, the share
-of the topic's documents screened) and what it finds (``recall_threshold``), plus the
-ranking measures of the lab (``wss_95``, ``norm_area``, ``recall@P%``, ...).
+task 2): what the screening costs (``tar_norm_threshold``, the share of the topic's documents
+screened) and what it finds (``tar_recall_threshold``), plus the ranking measures of the lab
+(``tar_wss_95``, ``tar_norm_area``, ``tar_recall@P%``, ...).
+
+Names: each is ``tar_`` and the name the evaluator prints, so that no TAR name is another
+measure's (the evaluator's ``ap`` is not rankeval's ``AP``). Under ``--compat clef`` the
+evaluator's own names are accepted and printed (:data:`CLEF_NAMES`, the ``clef`` naming
+convention of the ``measure_name`` hook); elsewhere one of them is an error that says the
+rankeval name.
 
 How the run is read (the evaluator's rules, see ``docs/tar.md``):
 
@@ -42,11 +48,13 @@ from typing import TYPE_CHECKING
 
 from rankeval import Measure, hookimpl
 from rankeval.errors import SpecError
-from rankeval.spec import MeasureSpec, parse_spec
+from rankeval.spec import parse_spec
 
+from .base import TarMeasure
 from .clef import clef_round, render_clef, with_clef
 from .estimators import hansen_hurwitz, horvitz_thompson
 from .measures import (
+    CLEF_NAMES,
     MEASURES,
     WSS95,
     WSS100,
@@ -73,6 +81,7 @@ if TYPE_CHECKING:
     from rankeval import CompatMode, OutputFormat
 
 __all__ = [
+    "CLEF_NAMES",
     "MEASURES",
     "WSS95",
     "WSS100",
@@ -91,11 +100,13 @@ __all__ = [
     "RelsFound",
     "Screening",
     "TarAP",
+    "TarMeasure",
     "Threshold",
     "TotalCost",
     "clef_round",
     "hansen_hurwitz",
     "horvitz_thompson",
+    "measure_name",
     "register_compat_modes",
     "register_formats",
     "register_measures",
@@ -113,22 +124,34 @@ def register_measures(register: Callable[[type[Measure]], None]) -> None:
         register(cls)
 
 
+#: :data:`CLEF_NAMES` by case-folded CLEF name
+_FOLDED = {clef.casefold(): name for clef, name in CLEF_NAMES.items()}
+
+
 @hookimpl(tryfirst=True)
 def resolve_measure(spec: str) -> Measure | None:
-    """``recall@P%`` (the evaluator's name; ``recall`` alone is taken by trec_eval's
-    ``recall.k``): a spec named ``recall`` whose ``@`` value is a percentage."""
+    """No measure; but a spec named as one of the evaluator's measures, which the registry
+    did not know (``wss_95``; ``ap`` is rankeval's ``AP``), is a spec error that says the
+    rankeval name and ``--compat clef``."""
     try:
         parsed = parse_spec(spec)
     except SpecError:
         return None
-    if parsed.name != "recall" or parsed.at is None:
+    name = _FOLDED.get(parsed.name.casefold())
+    if name is None:
         return None
-    key, value = parsed.at
-    if key not in (None, "p") or value.kind != "number" or value.unit != "%":
-        return None
-    return RecallAt.from_spec(
-        MeasureSpec(RecallAt.name, parsed.text, parsed.column, parsed.at, parsed.params)
+    raise parsed.error(
+        f"unknown measure {parsed.name!r}; did you mean {name} (or --compat clef for CLEF's names)?"
     )
+
+
+@hookimpl
+def measure_name(measure: Measure, names: str) -> str | None:
+    """The evaluator's name of a TAR measure (``ap`` for ``tar_ap``) in the ``clef``
+    convention (``--names clef``, and the output of ``--compat clef``)."""
+    if names != "clef" or not isinstance(measure, TarMeasure):
+        return None
+    return measure.clef_spelling()
 
 
 @hookimpl
@@ -150,7 +173,9 @@ def register_compat_modes(register: Callable[[CompatMode], None]) -> None:
             with_clef,
             format="clef",
             on_duplicate="first",
+            aliases=CLEF_NAMES,
+            names="clef",
             description="the CLEF eHealth TAR evaluator (tar_eval_2018.py): its rounding, "
-            "aggregates and output layout (TAR measures)",
+            "aggregates, measure names and output layout (TAR measures)",
         )
     )

@@ -32,10 +32,12 @@ class TarMeasure(Measure):
     Class variables: ``printed`` — how the evaluator prints the value (``count``, ``eval``:
     3 decimals below 1 and none from 1 on, ``gain``: 3 decimals); ``summed`` — the aggregate
     is a sum (else a mean); ``rounded`` — the evaluator keeps the per-topic value rounded to 3
-    decimals, and averages those.
+    decimals, and averages those; ``clef_name`` — the evaluator's name of the measure
+    (``wss_95``; ``None`` for a measure it lacks).
     """
 
     source: ClassVar[str] = CLEF
+    clef_name: ClassVar[str | None] = None
     printed: ClassVar[str] = "eval"
     summed: ClassVar[bool] = False
     rounded: ClassVar[bool] = False
@@ -46,6 +48,16 @@ class TarMeasure(Measure):
     def clef(self) -> bool:
         """Whether the measure reproduces the CLEF evaluator (``compat=clef``)."""
         return self.compat == "clef"
+
+    def clef_spelling(self) -> str | None:
+        """The name the evaluator prints for this measure (``wss_95``), or ``None`` if it has
+        none: a measure it lacks, or a parameter other than ``compat`` and the ``@`` one set."""
+        if self.clef_name is None:
+            return None
+        fixed = ("compat", self.at)
+        if any(getattr(self, i.name) != i.default for i in self.params() if i.name not in fixed):
+            return None
+        return self.clef_name
 
     def value(self, s: Screening, data: RankedLists) -> np.ndarray:
         """``(Q,)`` unrounded value per topic (skipped topics are set aside by the caller)."""

@@ -1,8 +1,14 @@
-"""The 18 measures of the CLEF TAR evaluator (``docs/tar.md`` has their definitions).
+"""The 18 TAR measures (``docs/tar.md`` has their definitions): the 16 of the CLEF TAR
+evaluator, ``tar_reliability`` and ``tar_R_est``.
 
 Each is a :class:`~rankeval_tar.base.TarMeasure` whose ``value`` gives the unrounded
-per-topic number from the :class:`~rankeval_tar.view.Screening`; ``R_est`` is a plain
+per-topic number from the :class:`~rankeval_tar.view.Screening`; ``tar_R_est`` is a plain
 measure over the estimators. :data:`MEASURES` lists them in the order they are registered.
+
+Names: rankeval's is ``tar_`` and the evaluator's name (``tar_wss_95``), so that no TAR name
+is another measure's (the evaluator's ``ap`` is not rankeval's ``AP``); the evaluator's own
+(``clef_name``, collected in :data:`CLEF_NAMES`) are accepted and printed under
+``--compat clef``.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ if TYPE_CHECKING:
     from rankeval import RankedLists
 
 __all__ = [
+    "CLEF_NAMES",
     "MEASURES",
     "WSS95",
     "WSS100",
@@ -55,7 +62,8 @@ _C_SHOWN, _C_MISSED = 1.0, 20.0
 class NumDocs(TarMeasure):
     """N: the topic's judged documents, labels -1 and 3 or more excluded (summed)."""
 
-    name: ClassVar[str] = "num_docs"
+    name: ClassVar[str] = "tar_num_docs"
+    clef_name: ClassVar[str | None] = "num_docs"
     description: ClassVar[str] = "N: judged documents of the topic (labels -1 and >= 3 excluded); summed"
     integer: ClassVar[bool] = True
     printed: ClassVar[str] = "count"
@@ -69,7 +77,8 @@ class NumDocs(TarMeasure):
 class NumRels(TarMeasure):
     """R: the topic's documents labelled 1 or 2 (summed)."""
 
-    name: ClassVar[str] = "num_rels"
+    name: ClassVar[str] = "tar_num_rels"
+    clef_name: ClassVar[str | None] = "num_rels"
     description: ClassVar[str] = "R: relevant documents of the topic (labels 1 and 2); summed"
     integer: ClassVar[bool] = True
     printed: ClassVar[str] = "count"
@@ -84,7 +93,8 @@ class NumShown(TarMeasure):
     """n: the lines of the topic's ranking (after dropping repeated documents and labels of 3
     or more), screened or not, as the evaluator counts them (summed)."""
 
-    name: ClassVar[str] = "num_shown"
+    name: ClassVar[str] = "tar_num_shown"
+    clef_name: ClassVar[str | None] = "num_shown"
     description: ClassVar[str] = (
         "n: documents in the topic's ranking (whole ranking, not only screened); summed"
     )
@@ -100,7 +110,8 @@ class NumShown(TarMeasure):
 class RelsFound(TarMeasure):
     """Relevant documents anywhere in the ranking (summed)."""
 
-    name: ClassVar[str] = "rels_found"
+    name: ClassVar[str] = "tar_rels_found"
+    clef_name: ClassVar[str | None] = "rels_found"
     description: ClassVar[str] = "Relevant documents in the whole ranking; summed"
     integer: ClassVar[bool] = True
     printed: ClassVar[str] = "count"
@@ -114,7 +125,8 @@ class RelsFound(TarMeasure):
 class LastRel(TarMeasure):
     """Position of the last relevant document in the ranking (0 if none; mean)."""
 
-    name: ClassVar[str] = "last_rel"
+    name: ClassVar[str] = "tar_last_rel"
+    clef_name: ClassVar[str | None] = "last_rel"
     description: ClassVar[str] = "Rank of the last relevant document (file order); mean"
     whole: ClassVar[bool] = True
 
@@ -124,11 +136,15 @@ class LastRel(TarMeasure):
 
 @dataclass(frozen=True)
 class NormLastRel(TarMeasure):
-    """last_rel / max(N, n): the share of the documents read to find every relevant one the
-    ranking has (mean; the evaluator rounds each topic's value to 3 decimals first)."""
+    """The position of the last relevant document (``tar_last_rel``) / max(N, n): the share of
+    the documents read to find every relevant one the ranking has (mean; the evaluator rounds
+    each topic's value to 3 decimals first)."""
 
-    name: ClassVar[str] = "norm_last_rel"
-    description: ClassVar[str] = "last_rel / N: share of documents read to reach the last relevant one; mean"
+    name: ClassVar[str] = "tar_norm_last_rel"
+    clef_name: ClassVar[str | None] = "norm_last_rel"
+    description: ClassVar[str] = (
+        "Share of the documents read to reach the last relevant one (tar_last_rel / N); mean"
+    )
     rounded: ClassVar[bool] = True
 
     def value(self, s: Screening, data: RankedLists) -> np.ndarray:
@@ -141,7 +157,8 @@ class Threshold(TarMeasure):
     ``AF``/``NF`` line of a 2017 run). Without one the whole ranking is screened: n, or N
     with ``compat=clef`` (mean)."""
 
-    name: ClassVar[str] = "threshold"
+    name: ClassVar[str] = "tar_threshold"
+    clef_name: ClassVar[str | None] = "threshold"
     description: ClassVar[str] = "Rank of the threshold (last line flagged 1 in column 2); mean"
     whole: ClassVar[bool] = True
 
@@ -154,7 +171,8 @@ class NormThreshold(TarMeasure):
     """The cost: threshold / max(N, n), the share of the topic's documents screened (mean; the
     evaluator rounds each topic's value to 3 decimals first)."""
 
-    name: ClassVar[str] = "norm_threshold"
+    name: ClassVar[str] = "tar_norm_threshold"
+    clef_name: ClassVar[str | None] = "norm_threshold"
     description: ClassVar[str] = "Cost: threshold / N, the share of documents screened; mean"
     rounded: ClassVar[bool] = True
 
@@ -167,7 +185,8 @@ class RecallThreshold(TarMeasure):
     """Recall at the threshold: relevant documents screened / R (mean). With ``est=ht`` or
     ``est=hh``, both numbers are estimated from sampled judgments (the ratio R̂_t / R̂)."""
 
-    name: ClassVar[str] = "recall_threshold"
+    name: ClassVar[str] = "tar_recall_threshold"
+    clef_name: ClassVar[str | None] = "recall_threshold"
     description: ClassVar[str] = (
         "Recall at the threshold (relevant screened / R); mean; est= for sampled qrels"
     )
@@ -199,7 +218,8 @@ class WSS100(TarMeasure):
     """Work saved over sampling at 100% recall: (max(N, n) - last_rel) / max(N, n); 0 when the
     ranking lacks a relevant document (mean)."""
 
-    name: ClassVar[str] = "wss_100"
+    name: ClassVar[str] = "tar_wss_100"
+    clef_name: ClassVar[str | None] = "wss_100"
     description: ClassVar[str] = "Work saved over sampling at 100% recall; mean"
     source: ClassVar[str] = f"{CLEF}; Cohen et al., JAMIA 2006"
 
@@ -213,7 +233,8 @@ class WSS95(TarMeasure):
     position of the ⌊0.95 R⌉-th relevant document (R·0.95 rounded half to even); 0 when the
     ranking has fewer relevant documents (mean)."""
 
-    name: ClassVar[str] = "wss_95"
+    name: ClassVar[str] = "tar_wss_95"
+    clef_name: ClassVar[str | None] = "wss_95"
     description: ClassVar[str] = "Work saved over sampling at 95% recall; mean"
     source: ClassVar[str] = f"{CLEF}; Cohen et al., JAMIA 2006"
 
@@ -228,8 +249,11 @@ class TarAP(TarMeasure):
     """Average precision of the file-order ranking: Σ over relevant lines of (relevant lines
     so far / position), divided by R (mean)."""
 
-    name: ClassVar[str] = "ap"
-    description: ClassVar[str] = "Average precision of the ranking in file order, over R; mean"
+    name: ClassVar[str] = "tar_ap"
+    clef_name: ClassVar[str | None] = "ap"
+    description: ClassVar[str] = (
+        "Average precision of the ranking in file order (not by score, unlike AP), over R; mean"
+    )
 
     def value(self, s: Screening, data: RankedLists) -> np.ndarray:
         rel = np.flatnonzero(s.relevant)
@@ -245,7 +269,8 @@ class NormArea(TarMeasure):
     ranking's end the count stays flat) over its maximum R·N - R²/2 (N replaced by n when the
     ranking is longer; mean; the evaluator rounds each topic's value to 3 decimals first)."""
 
-    name: ClassVar[str] = "norm_area"
+    name: ClassVar[str] = "tar_norm_area"
+    clef_name: ClassVar[str | None] = "norm_area"
     description: ClassVar[str] = "Normalised area under the cumulative recall curve; mean"
     rounded: ClassVar[bool] = True
 
@@ -266,28 +291,31 @@ class RecallAt(TarMeasure):
     """Recall after screening P% of the topic's N documents: relevant documents in the first
     k = round(P·N/100) lines (half to even), over R. The aggregate is **pooled**, as the
     evaluator's: Σ found / Σ R over topics, not the mean of the per-topic values.
-    Spelled ``recall@10%`` (this plugin resolves ``recall@P%``; ``recall`` alone is
-    trec_eval's ``recall.k``) or ``recall_pct@10``."""
+    Spelled ``tar_recall@10%`` or ``tar_recall@10`` (the evaluator's ``recall@10%`` under
+    ``--compat clef``)."""
 
-    name: ClassVar[str] = "recall_pct"
+    name: ClassVar[str] = "tar_recall"
+    clef_name: ClassVar[str | None] = "recall"
     at: ClassVar[str | None] = "p"
-    description: ClassVar[str] = "recall@P%: recall after screening P% of the N documents; pooled over topics"
+    description: ClassVar[str] = (
+        "Recall after screening P% of the N documents (tar_recall@10%); pooled over topics"
+    )
     printed: ClassVar[str] = "gain"
 
     p: float | None = param(
         None,
-        "percentage P of the topic's N documents screened (required: recall@10%)",
+        "percentage P of the topic's N documents screened (required: tar_recall@10%)",
         domain=Domain(0, 100, low_open=True),
     )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.p is None:
-            raise ValueError("recall@P% needs a percentage 0 < P <= 100, e.g. recall@10%")
+            raise ValueError("tar_recall@P% needs a percentage 0 < P <= 100, e.g. tar_recall@10%")
 
     @classmethod
     def from_spec(cls, spec: MeasureSpec, fixed: Any = None, defaults: Any = None) -> Measure:
-        """As :meth:`Measure.from_spec`; the percentage may carry its ``%`` (``recall_pct@10%``)."""
+        """As :meth:`Measure.from_spec`; the percentage may carry its ``%`` (``tar_recall@10%``)."""
 
         def plain(key: str | None, v: Value) -> Value:
             if key in (None, "p") and v.kind == "number" and v.unit == "%":
@@ -304,7 +332,12 @@ class RecallAt(TarMeasure):
             for i in self.params()
             if i.name != "p" and getattr(self, i.name) != i.default
         ]
-        return "recall" + (f"({','.join(extra)})" if extra else "") + f"@{float(self.p or 0)!r}%"
+        return self.name + (f"({','.join(extra)})" if extra else "") + f"@{float(self.p or 0)!r}%"
+
+    def clef_spelling(self) -> str | None:
+        """The evaluator's name: ``recall@10.0%``."""
+        name = super().clef_spelling()
+        return None if name is None else f"{name}@{float(self.p or 0)!r}%"
 
     def _found(self, s: Screening) -> np.ndarray:
         assert self.p is not None
@@ -329,7 +362,8 @@ class LossER(TarMeasure):
     """loss_er = loss_r + loss_e: (1 - recall)² with recall over the documents screened, plus
     (100 / max(N, s))² · (s / (R + 100))², s the documents screened (mean)."""
 
-    name: ClassVar[str] = "loss_er"
+    name: ClassVar[str] = "tar_loss_er"
+    clef_name: ClassVar[str | None] = "loss_er"
     description: ClassVar[str] = "Loss of recall plus loss of effort (Cormack & Grossman); mean"
     source: ClassVar[str] = f"{CLEF}; Cormack & Grossman, SIGIR 2016"
 
@@ -348,7 +382,8 @@ class TotalCost(TarMeasure):
     screened, 20 per relevant document in the ranking past the threshold, and 20 per relevant
     document not screened — so a relevant document past the threshold costs 20 twice (mean)."""
 
-    name: ClassVar[str] = "total_cost"
+    name: ClassVar[str] = "tar_total_cost"
+    clef_name: ClassVar[str | None] = "total_cost"
     description: ClassVar[str] = (
         "Screening cost: 1 per document read, 20 per relevant one missed (see docs); mean"
     )
@@ -366,7 +401,7 @@ class Reliability(TarMeasure):
     """1 if the topic's recall at the threshold is at least r, else 0: its mean is the share of
     topics whose screening reached the target recall."""
 
-    name: ClassVar[str] = "reliability"
+    name: ClassVar[str] = "tar_reliability"
     at: ClassVar[str | None] = "r"
     description: ClassVar[str] = "Share of topics whose recall at the threshold is >= r; mean"
     source: ClassVar[str] = f"{CLEF}; Cormack & Grossman, SIGIR 2016"
@@ -384,7 +419,7 @@ class REst(Measure):
     Hansen-Hurwitz (1/n) Σ m y / p over the documents drawn (``p=``, ``draws=`` m; n = Σ m)
     plus the documents judged without ``p=``. y = 1 for labels 1 and 2 (mean)."""
 
-    name: ClassVar[str] = "R_est"
+    name: ClassVar[str] = "tar_R_est"
     description: ClassVar[str] = (
         "Estimated R from sampled judgments (Horvitz-Thompson or Hansen-Hurwitz); mean"
     )
@@ -418,3 +453,9 @@ MEASURES: tuple[type[Measure], ...] = (
     Reliability,
     REst,
 )
+
+#: the CLEF evaluator's names → rankeval's (``{"ap": "tar_ap", "recall": "tar_recall", ...}``):
+#: the names ``--compat clef`` accepts
+CLEF_NAMES: dict[str, str] = {
+    cls.clef_name: cls.name for cls in MEASURES if issubclass(cls, TarMeasure) and cls.clef_name is not None
+}

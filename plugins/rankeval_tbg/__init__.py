@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 
 from rankeval import Domain, Duration, Measure, hookimpl, param
-from rankeval.errors import InputError
+from rankeval.errors import missing_attribute
 from rankeval.segments import safe_divide, segment_exclusive_sum, segment_grid, segment_position
 
 if TYPE_CHECKING:
@@ -94,6 +94,7 @@ class _TimeBiased(Measure):
 
     at: ClassVar[str | None] = "h"
     hierarchical: ClassVar[bool] = False
+    attributes: ClassVar[tuple[str, ...]] = ("cost",)
     normalised: ClassVar[bool] = False
 
     h: Duration = param(Duration(224), "half-life of the user's persistence (units s, m, h)")  # noqa: RUF009
@@ -122,6 +123,17 @@ class _TimeBiased(Measure):
         "exact: the ideal is the maximum over all rankings; reference: as the hTBG reference's "
         "best_possible_htbg (posts in R/W order cut at max_docs, every at-risk individual gains)",
     )
+
+    @classmethod
+    def reads(cls) -> str:
+        """The ranked items and their children (the posts read in each individual)."""
+        ranked = "the items of level= (default 1)" if any(p.name == "level" for p in cls.params()) else "the top-level items"
+        return f"{ranked} and their children; attributes: cost= (of the items, and of their children)"
+
+    def attribute_levels(self) -> dict[str, tuple[int, ...]]:
+        """``cost=`` of the ranked items (read when they have no children) and of their
+        children (the words read in them)."""
+        return {"cost": (self.view_level(), self.view_level() + 1)}
 
     # -- the user model ---------------------------------------------------------------
     def _shared_key(self) -> tuple[Any, ...]:
@@ -155,7 +167,8 @@ class _TimeBiased(Measure):
         return self.t_summary + click * (self.t_alpha * words + self.t_beta)
 
     def _children(self, data: RankedLists) -> RankedLists | None:
-        return data.children()
+        # every individual's posts, judged or not: the unjudged ones take reading time too
+        return data.children(every_parent=True)
 
     def _child_stats(self, data: RankedLists, ideal: bool) -> dict[str, np.ndarray] | None:
         """Per individual item key: expected words E, total words W, signal; from the
@@ -189,7 +202,7 @@ class _TimeBiased(Measure):
             rows = np.arange(len(kids.query))
             seg = kids.query
             stop, cost = items.lookup(kids.row_items())
-        cost = self._fill_cost(cost, kids, seg, ideal)
+        cost = self._fill_cost(cost, kids, ideal)
         if ideal:
             # a subnormal cost overflows stop / cost to inf: the right order (read it first)
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -232,23 +245,37 @@ class _TimeBiased(Measure):
             stats["expected"], stats["signal"] = truncated
         return stats
 
-    def _fill_cost(self, cost: np.ndarray, view: RankedLists, seg: np.ndarray, ideal: bool) -> np.ndarray:
+    def _fill_cost(
+        self, cost: np.ndarray, view: RankedLists, ideal: bool, at: np.ndarray | None = None
+    ) -> np.ndarray:
+        """*cost* of the ranked rows of *view* (or of its judged items if *ideal*; *at*: their
+        positions there, default all) completed: from a ``--docinfo`` side file (unjudged
+        rows), else ``default_cost=``; items that still have none are an error naming them."""
         missing = np.isnan(cost)
         if not missing.any():
             return cost
+        at = np.arange(len(cost)) if at is None else at
+        if not ideal:  # a judged item's side-file cost is on its qrels rows already
+            rows = np.flatnonzero(missing)
+            cost = cost.copy()
+            cost[rows] = view.docinfo_number("cost", at[rows], "the reading cost", minimum=0)
+            missing = np.isnan(cost)
+            if not missing.any():
+                return cost
         if self.default_cost is not None:
             return np.where(missing, self.default_cost, cost)
-        i = int(np.flatnonzero(missing)[0])
+        where = at[np.flatnonzero(missing)]
         if ideal:
-            item = view.judged_doc_ids[i].as_py()
+            jq = view.judged_query()
+            items = [
+                f"{view.judged_doc_ids[int(i)].as_py()!r} (query {view.outer_ids[view.outer[jq[i]]]!r})"
+                for i in where[:3]
+            ]
         else:
-            item = view.doc_ids[i].as_py()
-        query = view.outer_ids[view.outer[seg[i]]]
-        raise InputError(
-            f"{self.name}: item {item!r} of query {query!r} has no cost= attribute in the qrels "
-            "(give the reading cost, e.g. its word count, or default_cost=)",
-            source=view.qrels.source,
-        )
+            items = view.describe_rows(where)
+        error = missing_attribute(self, "cost", items, len(where), "default_cost=N")
+        error.source = view.qrels.source
+        raise error
 
     def _words(
         self, data: RankedLists, keys: np.ndarray, own_cost: np.ndarray, ideal: bool
@@ -292,18 +319,7 @@ class _TimeBiased(Measure):
     def _own_cost(self, own: np.ndarray, data: RankedLists, rows: np.ndarray, nested: Any) -> np.ndarray:
         if nested is not None:
             return own  # individuals read through their children; own cost only if childless
-        missing = np.isnan(own)
-        if missing.any():
-            if self.default_cost is None:
-                i = int(np.flatnonzero(missing)[0])
-                raise InputError(
-                    f"{self.name}: item {data.doc_ids[i].as_py()!r} of query "
-                    f"{data.query_ids[data.query[i]]!r} has no cost= attribute in the qrels "
-                    "(give the reading cost, e.g. its word count, or default_cost=)",
-                    source=data.qrels.source,
-                )
-            own = np.where(missing, self.default_cost, own)
-        return own
+        return self._fill_cost(own, data, False)
 
     def _ideal_times(self, data: RankedLists) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(query, gain, time before) of the ideal ranking of each query's judged items:
@@ -319,14 +335,8 @@ class _TimeBiased(Measure):
         nested = self._child_stats(data, True)
         own = np.where(np.isnan(own), 0.0 if nested is not None else np.nan, own)
         if nested is None and np.isnan(own[relevant]).any():
-            own = np.where(np.isnan(own), self.default_cost if self.default_cost is not None else np.nan, own)
-            if np.isnan(own[relevant]).any():
-                i = int(np.flatnonzero(relevant & np.isnan(own))[0])
-                raise InputError(
-                    f"{self.name}: item {data.judged_doc_ids[i].as_py()!r} has no cost= attribute "
-                    "(needed for the ideal ranking; or give default_cost=)",
-                    source=data.qrels.source,
-                )
+            # only the relevant items' costs matter for the ideal ranking (Theorem 3.2)
+            own[relevant] = self._fill_cost(own[relevant], data, True, np.flatnonzero(relevant))
         words, signal = self._words(data, keys, own, True)
         gaining = relevant & signal if self.ideal_rule == "exact" else relevant
         time = self._time(relevant, np.where(gaining, words, 0.0))
@@ -395,6 +405,10 @@ class TBG(_TimeBiased):
     name: ClassVar[str] = "TBG"
     description: ClassVar[str] = "Time-biased gain (expected relevant items found in the time budget)"
     source: ClassVar[str] = SMUCKER_CLARKE
+
+    level: int = param(
+        1, "nesting level ranked: 1 = top-level items (reading their children), 2 = children within each parent"
+    )
 
 
 @dataclass(frozen=True)

@@ -6,14 +6,15 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperGroup
 
 from rankeval.cli.common import (
+    RUNS_METAVAR,
     DebugOption,
     MaxDocsOption,
     MeasureOption,
     NestSepOption,
-    PluginModuleOption,
+    PlainHelpCommand,
     PluginOption,
     PrecisionOption,
     QrelsArgument,
@@ -22,11 +23,14 @@ from rankeval.cli.common import (
     emit,
     eval_options,
     handled,
+    named_results,
     parse_measures,
+    plain_help,
     precision_of,
     read_qrels,
     read_runs,
     require_measures,
+    run_arguments,
     warnings_to_stderr,
 )
 from rankeval.cli.compare import compare_cmd
@@ -49,6 +53,7 @@ class _DefaultGroup(TyperGroup):
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         self._add_plugin_commands()
+        plain_help(self.get_params(ctx))
         super().format_help(ctx, formatter)
 
     def _add_plugin_commands(self) -> None:
@@ -60,11 +65,16 @@ class _DefaultGroup(TyperGroup):
             return
         for name, (_, command) in plugin_commands(registry).items():
             if name not in self.commands:
-                self.add_command(typer.main.get_command_from_info(
-                    typer.models.CommandInfo(name=name, help=command.help, callback=_run_plugin(command)),
-                    pretty_exceptions_short=True,
-                    rich_markup_mode=None,
-                ), name)
+                self.add_command(
+                    typer.main.get_command_from_info(
+                        typer.models.CommandInfo(
+                            name=name, cls=PlainHelpCommand, help=command.help, callback=_run_plugin(command)
+                        ),
+                        pretty_exceptions_short=True,
+                        rich_markup_mode=None,
+                    ),
+                    name,
+                )
 
 
 def _may_be_command(arg: str) -> bool:
@@ -143,7 +153,7 @@ def _choices_help(registry: Any) -> dict[str, str]:
     }
 
 
-class _EvaluateCommand(TyperCommand):
+class _EvaluateCommand(PlainHelpCommand):
     """The evaluate command, whose ``--help`` lists the formats and compat modes of the
     installed plugins."""
 
@@ -164,7 +174,14 @@ class _EvaluateCommand(TyperCommand):
 @app.command("evaluate", cls=_EvaluateCommand)
 def evaluate_cmd(
     qrels: QrelsArgument,
-    runs: Annotated[list[str], typer.Argument(metavar="RUN...", help="One or more run files ('-' = stdin).")],
+    runs: Annotated[
+        list[str],
+        typer.Argument(
+            metavar=RUNS_METAVAR,
+            help="One or more run files ('-' = stdin); NAME=RUN names the run NAME in the output "
+            "(default: its file name).",
+        ),
+    ],
     measure: MeasureOption = [],  # noqa: B006 - typer needs a list default
     per_query: Annotated[
         bool, typer.Option("-q", "--per-query", help="Also print per-query values.")
@@ -174,22 +191,14 @@ def evaluate_cmd(
         typer.Option(
             "-f",
             "--format",
+            metavar="FORMAT",
             help=_choices_help(None)["fmt"],
         ),
     ] = None,
-    p: Annotated[
-        list[str],
-        typer.Option(
-            "-p",
-            help="A number: decimals to print (default 4 in trec, markdown and latex "
-            "formats, full precision in the others). "
-            "Otherwise a plugin module to load ('no:NAME' blocks a plugin).",
-        ),
-    ] = [],  # noqa: B006
     precision: PrecisionOption = None,
-    plugin: PluginModuleOption = [],  # noqa: B006
+    plugin: PluginOption = [],  # noqa: B006
     output: Annotated[
-        str | None, typer.Option("-o", "--output", help="Write results to FILE (atomically).")
+        str | None, typer.Option("-o", "--output", metavar="FILE", help="Write results to FILE (atomically).")
     ] = None,
     no_missing_zero: Annotated[
         bool,
@@ -204,36 +213,44 @@ def evaluate_cmd(
         typer.Option(
             "-l",
             "--rel-level",
+            metavar="N",
             help="Minimum grade counted as relevant, for every measure with a rel parameter that "
             "its spec does not set (trec_eval -l; default: each measure's own, 1 for trec_eval's).",
         ),
     ] = None,
     names: Annotated[
         str,
-        typer.Option("--names", help="Measure names printed: rankeval (the specs) or trec (trec_eval's: map, P_10)."),
+        typer.Option(
+            "--names",
+            metavar="STYLE",
+            help="Measure names printed: rankeval (the specs), trec (trec_eval's: map, P_10) or clef (the CLEF "
+            "TAR evaluator's: wss_95); with --compat clef, the evaluator's.",
+        ),
     ] = "rankeval",
     nest_sep: NestSepOption = "/",
     on_duplicate: Annotated[
         str | None,
         typer.Option(
             "--on-duplicate",
+            metavar="RULE",
             help=_choices_help(None)["on_duplicate"],
         ),
     ] = None,
     docinfo: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             "--docinfo",
             metavar="FILE",
-            help="Side file of document attributes, lines 'docno key=value ...' (e.g. sens=1 for "
-            "CS-DCG, cost=120 for TBG): given to every qrels line of the document, in every query; "
-            "an attribute on the qrels lines of a judgment wins.",
+            help="Side file of item attributes, lines 'docno key=value ...' (e.g. cost=120 for "
+            "TBG, sens=1 for CS-DCG), for judged and unjudged items in every query; repeat for "
+            "several files. Precedence: the item's qrels lines, then the files in order.",
         ),
     ] = None,
     compat: Annotated[
         str,
         typer.Option(
             "--compat",
+            metavar="MODE",
             help=_choices_help(None)["compat"],
         ),
     ] = "none",
@@ -241,6 +258,7 @@ def evaluate_cmd(
         str,
         typer.Option(
             "--engine",
+            metavar="ENGINE",
             help="local (this process) or dask: partitioned by query over a Dask cluster, same "
             "results; run arguments may then be globs of TREC files or Parquet.",
         ),
@@ -251,28 +269,33 @@ def evaluate_cmd(
     ] = None,
     workers: Annotated[
         int,
-        typer.Option("--workers", help="With --engine dask and no --scheduler: local worker processes."),
+        typer.Option(
+            "--workers", metavar="N", help="With --engine dask and no --scheduler: local worker processes."
+        ),
     ] = 2,
     memory_limit: Annotated[
         str | None,
         typer.Option(
-            "--memory-limit", help="With --engine dask and no --scheduler: memory per worker, e.g. 2GB."
+            "--memory-limit",
+            metavar="SIZE",
+            help="With --engine dask and no --scheduler: memory per worker, e.g. 2GB.",
         ),
     ] = None,
     debug: DebugOption = False,
 ) -> None:
     """Score runs against qrels (the default command)."""
     with handled(debug):
-        registry, fmt = _compat_and_format(compat, fmt, [*p, *plugin])
+        registry, fmt = _compat_and_format(compat, fmt, plugin)
         require_measures(measure, "; `rankeval measures` lists them")
-        digits = precision_of(p, precision)
+        digits = precision_of(precision)
+        run_args = run_arguments(runs)
         from rankeval.report.formats import format_results
         from rankeval.report.outputs import check_outputs
 
-        check_outputs([("-o", output)], [qrels, *runs, docinfo])
+        check_outputs([("-o", output)], [qrels, *(a.path for a in run_args), *(docinfo or [])])
         if registry is None:
-            registry = cli_registry([*p, *plugin])
-        measures = parse_measures(registry, measure, None if rel_level is None else {"rel": rel_level})
+            registry = cli_registry(plugin)
+        measures = parse_measures(registry, measure, None if rel_level is None else {"rel": rel_level}, compat)
         from rankeval.engine.evaluation import ENGINES, evaluate_results
         from rankeval.measures.plugins import NAMES, measure_names
 
@@ -289,9 +312,9 @@ def evaluate_cmd(
             dask_options = DaskOptions(
                 scheduler=scheduler, workers=workers, memory_limit=memory_limit, debug=debug_enabled(debug)
             )
-            run_objs: Any = runs  # read by Dask, partitioned by query
+            run_objs: Any = [a.path for a in run_args]  # read by Dask, partitioned by query
         else:
-            run_objs = read_runs(runs)
+            run_objs = read_runs(run_args)
         with warnings_to_stderr():
             results = evaluate_results(
                 qrels_obj,
@@ -302,6 +325,8 @@ def evaluate_cmd(
                 dask=dask_options,
                 registry=registry,
             )
+        if engine == "dask":
+            results = named_results(results, run_args)
         if names != "rankeval":
             results = results.renamed(measure_names(measures, names, registry))
         emit(format_results(results, fmt, per_query=per_query, precision=digits, registry=registry), output)
@@ -333,34 +358,39 @@ def _compat_and_format(compat: str, fmt: str | None, plugin_opts: list[str]) -> 
     return registry, fmt
 
 
-@app.command("measures")
-def measures_cmd(p: PluginOption = [], debug: DebugOption = False) -> None:  # noqa: B006 - typer needs a list default
-    """List every measure: name, parameters (type, default), description, source, plugin."""
+@app.command("measures", cls=PlainHelpCommand)
+def measures_cmd(
+    pattern: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[PATTERN]",
+            help="Only the measures whose name, alias or plugin contains PATTERN (any case), or "
+            "matches it as a glob when it has * ? or [ (e.g. 'n*DCG*').",
+        ),
+    ] = None,
+    plugin: PluginOption = [],  # noqa: B006 - typer needs a list default
+    debug: DebugOption = False,
+) -> None:
+    """List the measures (all, or those matching PATTERN): name, parameters (type, domain,
+    default), description, aliases, source, plugin."""
+    from rankeval.cli.catalogue import IR_MEASURES_NOTE, matches, measure_lines
+
     with handled(debug):
-        _list_measures(cli_registry(p))
+        entries = [e for e in cli_registry(plugin) if pattern is None or matches(e, pattern)]
+        lines = [line for entry in entries for line in measure_lines(entry)]
+        if pattern is None:
+            lines.append(IR_MEASURES_NOTE)
+        elif not entries:  # as `pip list | grep`, finding nothing is not an error
+            note = IR_MEASURES_NOTE[0].lower() + IR_MEASURES_NOTE[1:]
+            typer.echo(f"rankeval: no measure matches {pattern!r}; {note}", err=True)
+        emit("".join(f"{line}\n" for line in lines), None)
 
 
-def _list_measures(registry: Any) -> None:
-    for entry in registry:
-        cls = entry.cls
-        at = f"@{cls.at}" if cls.at else ""
-        typer.echo(f"{cls.name}{at}  [plugin: {entry.plugin}]")
-        typer.echo(f"    {cls.description}")
-        for info in cls.params():
-            domain = f" in {info.domain}" if info.domain else ""
-            typer.echo(f"    {info.name}: {info.type_name}{domain} = {info.default}  — {info.help}")
-        aliases = [*cls.aliases, *(f"{x}.N" for x in cls.trec_prefixes)]
-        if aliases:
-            typer.echo(f"    aliases: {', '.join(aliases)}")
-        typer.echo(f"    source: {cls.source}")
-    typer.echo("Any other ir_measures name (ERR@10, RBP(p=0.8), infAP, ...) is computed by ir_measures.")
-
-
-@app.command("plugins")
-def plugins_cmd(p: PluginOption = [], debug: DebugOption = False) -> None:  # noqa: B006 - typer needs a list default
+@app.command("plugins", cls=PlainHelpCommand)
+def plugins_cmd(plugin: PluginOption = [], debug: DebugOption = False) -> None:  # noqa: B006 - typer needs a list default
     """List loaded plugins, where they came from, their measures, and broken plugins."""
     with handled(debug):
-        _list_plugins(cli_registry(p))
+        _list_plugins(cli_registry(plugin))
 
 
 def _list_plugins(registry: Any) -> None:
@@ -381,10 +411,10 @@ def _list_plugins(registry: Any) -> None:
     for name, why in registry.failures.items():
         typer.echo(f"{name}\tBROKEN\t{why}")
     if not registry.autoload:
-        typer.echo("entry points\tDISABLED\tRANKEVAL_DISABLE_PLUGIN_AUTOLOAD is set; -p NAME loads one")
+        typer.echo("entry points\tDISABLED\tRANKEVAL_DISABLE_PLUGIN_AUTOLOAD is set; --plugin NAME loads one")
 
 
-@app.command("convert")
+@app.command("convert", cls=PlainHelpCommand)
 def convert_cmd(
     qrels_in: Annotated[str, typer.Argument(metavar="QRELS_IN", help="Qrels (TREC) or truth (hTBG JSON).")],
     run_in: Annotated[str, typer.Argument(metavar="RUN_IN", help="Run (TREC) or prediction (hTBG JSON).")],
@@ -396,11 +426,14 @@ def convert_cmd(
         str,
         typer.Option(
             "--to",
+            metavar="FORMAT",
             help="Target format: trec (nested TREC files), json (hTBG reference) or parquet (qrels "
             "file + run directory, for --engine dask).",
         ),
     ] = "trec",
-    tag: Annotated[str, typer.Option("--tag", help="Run tag of the TREC run written.")] = "htbg",
+    tag: Annotated[
+        str, typer.Option("--tag", metavar="TAG", help="Run tag of the TREC run written.")
+    ] = "htbg",
     debug: DebugOption = False,
 ) -> None:
     """Convert between the hTBG reference's JSON files and nested TREC qrels/run files, or
@@ -424,6 +457,6 @@ def convert_cmd(
 
 
 # the compare command lives in its own module (which does not import this one)
-app.command("compare")(compare_cmd)
+app.command("compare", cls=PlainHelpCommand)(compare_cmd)
 
 BUILTIN_COMMANDS = ("evaluate", "measures", "plugins", "convert", "compare")

@@ -18,43 +18,54 @@ traceback (with its causes, e.g. the exception a plugin raised) precedes the mes
 from __future__ import annotations
 
 import os
+import re
 import sys
 import traceback
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+from typer.core import TyperCommand
 
-from rankeval.errors import RankevalError, RankevalWarning, UsageError
+from rankeval.errors import InputError, RankevalError, RankevalWarning, UsageError
 from rankeval.options import EvalOptions
 
 if TYPE_CHECKING:
+    from rankeval.engine.evaluation import Results
     from rankeval.io.data import Qrels, Run
 
 __all__ = [
+    "RUNS_METAVAR",
     "DebugOption",
     "MaxDocsOption",
     "MeasureOption",
     "NestSepOption",
-    "PluginModuleOption",
+    "PlainHelpCommand",
     "PluginOption",
     "PrecisionOption",
     "QrelsArgument",
+    "RunArgument",
     "cli_registry",
     "debug_enabled",
     "emit",
     "eval_options",
     "fail",
     "handled",
+    "named_results",
     "parse_measures",
+    "plain_help",
     "precision_of",
     "read_qrels",
     "read_runs",
     "require_measures",
-    "split_p",
+    "run_argument",
+    "run_arguments",
+    "split_plugins",
     "warnings_to_stderr",
 ]
 
@@ -71,23 +82,103 @@ QrelsArgument = Annotated[
     str,
     typer.Argument(metavar="QRELS", help="Qrels file ('-' = stdin; .gz/.bz2/.xz; or an ir_datasets id)."),
 ]
+RUNS_METAVAR = "[NAME=]RUN..."
+"""How the run arguments of evaluate and compare read in their help (:func:`run_argument`)."""
 MeasureOption = Annotated[
     list[str],
     typer.Option(
-        "-m", "--measure", help="Measure spec(s), e.g. nDCG@10, 'AP(rel=2)'; several per -m allowed."
+        "-m",
+        "--measure",
+        metavar="SPEC",
+        help="Measure spec(s), e.g. nDCG@10, 'AP(rel=2)'; several per -m allowed.",
     ),
 ]
-PrecisionOption = Annotated[int | None, typer.Option("--precision", help="Decimals to print.")]
-PluginModuleOption = Annotated[list[str], typer.Option("--plugin", help="Plugin module to load.")]
-# the -p of the listing commands (measures, plugins): a plugin module only
-PluginOption = Annotated[list[str], typer.Option("-p", "--plugin", help="Extra plugin module to load.")]
+# -p is the decimals, as in ir_measures (a text, so that a bad value is rankeval's one-line error)
+PrecisionOption = Annotated[
+    str | None,
+    typer.Option(
+        "-p",
+        "--precision",
+        metavar="N",
+        help="Decimals to print, 0 to 30 (default 4 in the trec, markdown and latex formats, "
+        "full precision in the others).",
+    ),
+]
+PluginOption = Annotated[
+    list[str],
+    typer.Option(
+        "-P",
+        "--plugin",
+        metavar="MODULE",
+        help="Load the plugin MODULE (an importable module; repeatable); 'no:NAME' keeps plugin "
+        "NAME from loading.",
+    ),
+]
 MaxDocsOption = Annotated[
     int | None,
-    typer.Option("-M", "--max-docs", help="Evaluate only the top N documents of each query (trec_eval -M)."),
+    typer.Option(
+        "-M",
+        "--max-docs",
+        metavar="N",
+        help="Evaluate only the top N documents of each query (trec_eval -M).",
+    ),
 ]
 NestSepOption = Annotated[
-    str, typer.Option("--nest-sep", help="Nested-item separator; 'none' disables nesting.")
+    str, typer.Option("--nest-sep", metavar="SEP", help="Nested-item separator; 'none' disables nesting.")
 ]
+
+
+class PlainHelpCommand(TyperCommand):
+    """A command whose ``--help`` shows values as a user writes them (:func:`plain_help`)."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        plain_help(self.get_params(ctx))
+        super().format_help(ctx, formatter)
+
+    def format_usage(self, ctx: Any, formatter: Any) -> None:
+        plain_help(self.get_params(ctx))
+        super().format_usage(ctx, formatter)
+
+
+def plain_help(params: list[Any]) -> None:
+    """Make the help of *params* show values, not typer's Python types: an argument by its
+    metavar alone (``QRELS``, ``[NAME=]RUN...``; typer would add ``<str>`` and braces), a flag
+    without ``<bool>``, an option without a metavar by the kind of value (``N``, ``FILE``, its
+    name) — also the options of the commands plugins add."""
+    from typer.core import TyperArgument, TyperOption
+
+    for param in params:
+        if isinstance(param, TyperArgument):
+            param.metavar = param.metavar or (param.name or "value").upper()
+            param.display_type_rich = _no_type  # type: ignore[method-assign]
+            param.get_usage_pieces = partial(_usage, param)  # type: ignore[method-assign]
+        elif isinstance(param, TyperOption) and param.metavar is None:
+            if param.is_flag or param.count:
+                param.metavar = ""
+            else:
+                param.metavar = _kind_metavar(param)
+
+
+def _kind_metavar(param: Any) -> str:
+    """``N`` for a whole number, ``FILE`` for a path, else the option's long name (``TEST``)."""
+    import typing
+
+    kind = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    if typing.get_origin(kind) is list:
+        kind = typing.get_args(kind)[0]
+    if kind is int:
+        return "N"
+    if isinstance(kind, type) and issubclass(kind, Path):
+        return "FILE"
+    return str(max(param.opts, key=len)).lstrip("-").replace("-", "_").upper()
+
+
+def _no_type(ctx: Any = None) -> None:
+    return None
+
+
+def _usage(param: Any, ctx: Any) -> list[str]:
+    return [param.metavar]
 
 
 INTERRUPTED = 130
@@ -181,41 +272,63 @@ def emit(text: str | bytes, output: str | Path | None) -> None:
         write_stdout(text if isinstance(text, str) else text.decode("utf-8"))
 
 
-def split_p(values: list[str]) -> tuple[int | None, list[str], list[str]]:
-    """``-p`` takes a number of decimals or a plugin module (``no:name`` blocks one)."""
-    precision: int | None = None
+def split_plugins(values: list[str]) -> tuple[list[str], list[str]]:
+    """The ``--plugin`` values: modules to load and (``no:NAME``) plugin names to block."""
     plugins: list[str] = []
     blocked: list[str] = []
     for v in values:
-        if v.isdigit():
-            precision = int(v)
-        elif v.startswith("no:"):
+        if v.startswith("no:"):
+            if not v[3:]:
+                raise UsageError("--plugin no:NAME needs the NAME of the plugin to keep from loading")
             blocked.append(v[3:])
+        elif not v:
+            raise UsageError("--plugin needs a module name")
         else:
             plugins.append(v)
-    return precision, plugins, blocked
+    return plugins, blocked
 
 
 def cli_registry(plugin_opts: list[str]) -> Any:
-    """The registry of the built-in, entry-point and ``-p``/``--plugin`` plugins; each broken
+    """The registry of the built-in, entry-point and ``--plugin`` plugins; each broken
     plugin is one ``rankeval: warning:`` line."""
     from rankeval.measures.plugins import load_registry
 
-    _, plugins, blocked = split_p(plugin_opts)
+    plugins, blocked = split_plugins(plugin_opts)
     registry = load_registry(plugins, blocked=blocked)
     for name, why in registry.failures.items():
         typer.echo(f"rankeval: warning: plugin {name!r} {why}", err=True)
     return registry
 
 
-def precision_of(p: list[str], precision: int | None) -> int | None:
-    """The decimals to print: ``--precision``, else a number given to ``-p`` (checked)."""
-    from rankeval.report.formats import check_precision
+def precision_of(text: str | None) -> int | None:
+    """The decimals of ``-p``/``--precision`` (``None``: the format's default).
 
-    digits, _, _ = split_p(p)
-    digits = precision if precision is not None else digits
+    Raises:
+        UsageError: not a whole number from 0 to 30 (with a hint when it names a module:
+            plugins load with ``--plugin``).
+    """
+    from rankeval.report.formats import MAX_PRECISION, check_precision
+
+    if text is None:
+        return None
+    digits = int(text) if re.fullmatch(r"[+-]?[0-9]{1,4}", text.strip()) else None
+    if digits is None or not 0 <= digits <= MAX_PRECISION:
+        raise UsageError(
+            f"-p/--precision takes a number of decimals from 0 to {MAX_PRECISION}, not {text!r}{_plugin_hint(text)}"
+        )
     check_precision(digits)
     return digits
+
+
+def _plugin_hint(text: str) -> str:
+    """How to say what ``-p TEXT`` meant before ``-p`` was only the decimals, if TEXT reads as a
+    module name (``mything``, ``pkg.mod``) or ``no:NAME``."""
+    name = text[3:] if text.startswith("no:") else text
+    if not name or not all(part.isidentifier() for part in name.split(".")):
+        return ""
+    if name != text:
+        return f"; to keep plugin {name} from loading, use --plugin {text}"
+    return f"; to load the plugin {text}, use --plugin {text}"
 
 
 def eval_options(
@@ -223,7 +336,7 @@ def eval_options(
     nest_sep: str,
     max_docs: int | None,
     on_duplicate: str | None,
-    docinfo: str | None,
+    docinfo: list[str] | None,
     compat: str = "none",
 ) -> EvalOptions:
     """The :class:`~rankeval.options.EvalOptions` of the command-line options (``--nest-sep
@@ -233,7 +346,7 @@ def eval_options(
         nest_sep=None if nest_sep.lower() == "none" else nest_sep,
         max_docs=max_docs,
         on_duplicate=on_duplicate,
-        docinfo=docinfo,
+        docinfo=tuple(docinfo) if docinfo else None,
         compat=None if compat == "none" else compat,
     )
 
@@ -244,10 +357,17 @@ def require_measures(specs: list[str], hint: str = "") -> None:
         raise UsageError(f"no measure given; use -m SPEC (e.g. -m AP -m nDCG@10){hint}")
 
 
-def parse_measures(registry: Any, specs: list[str], defaults: dict[str, Any] | None = None) -> list[Any]:
+def parse_measures(
+    registry: Any, specs: list[str], defaults: dict[str, Any] | None = None, compat: str | None = None
+) -> list[Any]:
     """The measures of the ``-m`` options (*defaults*: parameter values that replace the class
-    defaults, e.g. ``rel`` from ``-l``)."""
-    return [m for spec in specs for m in registry.parse_many(spec, defaults)]
+    defaults, e.g. ``rel`` from ``-l``; *compat*: the ``--compat`` mode, whose names the specs
+    may use, e.g. CLEF's ``ap`` for ``tar_ap``)."""
+    from rankeval.report.formats import compat_mode
+
+    mode = compat_mode(compat, registry)
+    aliases = mode[1].aliases if mode is not None else None
+    return [m for spec in specs for m in registry.parse_many(spec, defaults, aliases=aliases)]
 
 
 def read_qrels(qrels: str, options: EvalOptions) -> tuple[Qrels, EvalOptions]:
@@ -263,9 +383,91 @@ def read_qrels(qrels: str, options: EvalOptions) -> tuple[Qrels, EvalOptions]:
     return qrels_obj, replace(options, docinfo=None)
 
 
-def read_runs(runs: list[str]) -> list[Run]:
-    """The runs, read once and named uniquely (:func:`rankeval.engine.evaluation.as_runs`)."""
+@dataclass(frozen=True)
+class RunArgument:
+    """A run as given on the command line: ``PATH`` or ``NAME=PATH`` (:func:`run_arguments`).
+
+    Attributes:
+        text: the argument as written.
+        path: the run file (``-``: standard input; with ``--engine dask``, also a glob).
+        name: the name given with ``NAME=``; ``None``: the library names the run (its file name).
+    """
+
+    text: str
+    path: str
+    name: str | None = None
+
+    @property
+    def shown_name(self) -> str:
+        """The name the run will have: the one given, else its file name (``stdin`` for ``-``),
+        as :meth:`rankeval.Run.read` names it."""
+        if self.name is not None:
+            return self.name
+        return "stdin" if self.path == "-" else Path(self.path).name
+
+
+def run_argument(text: str) -> RunArgument:
+    """One run argument: a path that exists as written is a path (a file literally named
+    ``a=b.run`` too); otherwise ``NAME=PATH`` (split at the first ``=``, NAME without ``/``)
+    names the run NAME; anything else is a path.
+
+    Raises:
+        UsageError: an empty NAME or PATH (``=run.txt``, ``BM25=``), or a NAME with control
+            characters (a tab would break the output's columns).
+    """
+    name, eq, path = text.partition("=")
+    if not eq or "/" in name or os.sep in name or os.path.lexists(text):
+        return RunArgument(text, text, None)
+    if not name.strip() or not path:
+        raise UsageError(f"run argument {text!r}: expected PATH or NAME=PATH, with a non-empty NAME and PATH")
+    if not name.isprintable():
+        raise UsageError(
+            f"run argument {text!r}: a run name cannot hold tabs, line breaks or control characters"
+        )
+    return RunArgument(text, path, name)
+
+
+def run_arguments(texts: list[str]) -> list[RunArgument]:
+    """The run arguments of a command (:func:`run_argument`).
+
+    Raises:
+        UsageError: a bad argument; a name given with ``NAME=`` that another run also has
+            (given, or its file name).
+    """
+    args = [run_argument(t) for t in texts]
+    for i, first in enumerate(args):
+        for second in args[i + 1 :]:
+            named = first.name is not None or second.name is not None
+            if named and first.shown_name == second.shown_name:
+                raise UsageError(
+                    f"two runs are named {first.shown_name!r} ({first.text!r} and {second.text!r}); "
+                    "give each run its own name with NAME=PATH"
+                )
+    return args
+
+
+def read_runs(args: list[RunArgument]) -> list[Run]:
+    """The runs, read once and named as given, or by file name
+    (:func:`rankeval.engine.evaluation.as_runs` tells apart runs of the same file name)."""
     from rankeval.engine.evaluation import as_runs
     from rankeval.io.data import Run
 
-    return as_runs([Run.read(r) for r in runs])
+    for a in args:
+        if a.name is not None and a.path != "-" and not os.path.lexists(a.path):
+            # say how the path came about: 'k=10/run.txt' may have meant a directory 'k=10'
+            raise InputError(f"file not found (the run argument {a.text!r} read as NAME=PATH)", source=a.path)
+    return as_runs([Run.read(a.path, a.name) for a in args])
+
+
+def named_results(results: Results, args: list[RunArgument]) -> Results:
+    """*results* of runs given to the library as paths (the Dask engine reads them itself and
+    names each run by its file name) with the names given by ``NAME=PATH``."""
+    from dataclasses import replace
+
+    from rankeval.engine.evaluation import Results
+
+    names = {replace(a, name=None).shown_name: a.name for a in args if a.name is not None}
+    if not names:
+        return results
+    blocks = [replace(b, run=names.get(b.run, b.run)) for b in results.blocks]
+    return Results(blocks, results.integer_measures, results.whole_measures)

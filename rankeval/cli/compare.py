@@ -8,11 +8,12 @@ from typing import Annotated
 import typer
 
 from rankeval.cli.common import (
+    RUNS_METAVAR,
     DebugOption,
     MaxDocsOption,
     MeasureOption,
     NestSepOption,
-    PluginModuleOption,
+    PluginOption,
     PrecisionOption,
     QrelsArgument,
     cli_registry,
@@ -24,6 +25,7 @@ from rankeval.cli.common import (
     read_qrels,
     read_runs,
     require_measures,
+    run_arguments,
     warnings_to_stderr,
 )
 from rankeval.errors import UsageError
@@ -34,7 +36,11 @@ def compare_cmd(
     qrels: QrelsArgument,
     runs: Annotated[
         list[str],
-        typer.Argument(metavar="RUN...", help="Two or more run files (one with --random-baseline)."),
+        typer.Argument(
+            metavar=RUNS_METAVAR,
+            help="Two or more run files (one with --random-baseline); NAME=RUN names the run NAME "
+            "in tables and plots (default: its file name).",
+        ),
     ],
     measure: MeasureOption = [],  # noqa: B006 - typer needs a list default
     baseline: Annotated[
@@ -101,16 +107,8 @@ def compare_cmd(
         str,
         typer.Option("-f", "--format", help=f"Output format: {' | '.join(FORMATS)}."),
     ] = "trec",
-    p: Annotated[
-        list[str],
-        typer.Option(
-            "-p",
-            help="A number: decimals to print (default 4 in trec, markdown and latex, full "
-            "precision in the others). Otherwise a plugin module to load ('no:NAME' blocks one).",
-        ),
-    ] = [],  # noqa: B006
     precision: PrecisionOption = None,
-    plugin: PluginModuleOption = [],  # noqa: B006
+    plugin: PluginOption = [],  # noqa: B006
     output: Annotated[
         str | None, typer.Option("-o", "--output", help="Write the results to FILE (atomically).")
     ] = None,
@@ -123,6 +121,26 @@ def compare_cmd(
         ),
     ] = None,
     plot_format: Annotated[str, typer.Option("--plot-format", help="png | pdf | svg.")] = "png",
+    panels: Annotated[
+        Path | None,
+        typer.Option(
+            "--panels",
+            metavar="FILE",
+            help="Write one figure, one panel per measure and a shared legend: each --curve, or "
+            "(without --curve) each -m measure's scores with confidence intervals. "
+            "FILE ends in .png, .pdf or .svg.",
+        ),
+    ] = None,
+    latex_width: Annotated[
+        str | None,
+        typer.Option(
+            "--latex-width",
+            metavar="LENGTH",
+            help="latex tables: the widest the table may be, a TeX length (default \\linewidth; "
+            "0.9\\textwidth, 12cm); a wider table is shrunk to it with \\resizebox (graphicx). "
+            "none: natural width.",
+        ),
+    ] = None,
     curve: Annotated[
         list[str],
         typer.Option(
@@ -145,8 +163,10 @@ def compare_cmd(
         str, typer.Option("--on-duplicate", help="A document given twice for a query: error, first or max.")
     ] = "error",
     docinfo: Annotated[
-        str | None,
-        typer.Option("--docinfo", metavar="FILE", help="Side file of document attributes (as for evaluate)."),
+        list[str] | None,
+        typer.Option(
+            "--docinfo", metavar="FILE", help="Side file of item attributes (as for evaluate; repeatable)."
+        ),
     ] = None,
     progress: Annotated[
         bool | None,
@@ -162,22 +182,31 @@ def compare_cmd(
         check_choice("format", fmt, FORMATS)
         check_choice("spread", spread, SPREADS)
         check_choice("plot format", plot_format, PLOT_FORMATS)
-        if curve and plot is None:
-            raise UsageError("--curve writes a plot: give --plot DIR")
+        if curve and plot is None and panels is None:
+            raise UsageError("--curve writes a plot: give --plot DIR or --panels FILE")
         require_measures(measure)
-        digits = precision_of(p, precision)
+        digits = precision_of(precision)
+        run_args = run_arguments(runs)
         from rankeval.comparison.compare import compare
         from rankeval.comparison.curves import expand_template, parameter_curve
+        from rankeval.comparison.plots import plot_format_of
+        from rankeval.comparison.tables import LATEX_WIDTH, check_width
         from rankeval.report.outputs import check_outputs
 
-        check_outputs([("-o", output), ("--plot", plot)], [qrels, *runs, docinfo])
+        width = check_width(LATEX_WIDTH if latex_width is None else latex_width)
+        if panels is not None:
+            plot_format_of(panels)  # a file name without a plot format fails before any work
+        check_outputs(
+            [("-o", output), ("--plot", plot), ("--panels", panels)],
+            [qrels, *(a.path for a in run_args), *(docinfo or [])],
+        )
         options = eval_options(no_missing_zero, nest_sep, max_docs, on_duplicate, docinfo)
-        registry = cli_registry([*p, *plugin])
+        registry = cli_registry(plugin)
         measures = parse_measures(registry, measure)
         for template in curve:
             expand_template(template)  # a bad template fails before any work
         qrels_obj, options = read_qrels(qrels, options)
-        run_objs = read_runs(runs)
+        run_objs = read_runs(run_args)
         with warnings_to_stderr():
             result = compare(
                 qrels_obj,
@@ -201,8 +230,14 @@ def compare_cmd(
                 parameter_curve(qrels_obj, run_objs, t, options=options, registry=registry) for t in curve
             ]
         text = result.format(
-            fmt, per_query=per_query, precision=digits, spread=None if spread == "none" else spread
+            fmt,
+            per_query=per_query,
+            precision=digits,
+            spread=None if spread == "none" else spread,
+            width=width,
         )
         if plot is not None:
             result.plot(plot, plot_format, curves)
+        if panels is not None:
+            result.plot_panels(panels, curves=curves)
         emit(text, output)

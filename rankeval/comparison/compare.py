@@ -33,11 +33,11 @@ import numpy as np
 
 from rankeval.comparison.curves import expand_template, parameter_curve
 from rankeval.comparison.data import RANDOM, ComparisonData
-from rankeval.comparison.plots import plot_comparison
+from rankeval.comparison.plots import plot_comparison, plot_panels
 from rankeval.comparison.progress import Task
 from rankeval.comparison.progress import progress as progress_bars
 from rankeval.comparison.significance import correct, pair_stats, run_stats
-from rankeval.comparison.tables import FORMATS, SPREADS, paper_table, render
+from rankeval.comparison.tables import FORMATS, LATEX_WIDTH, SPREADS, paper_table, render
 from rankeval.errors import UsageError
 from rankeval.measures.base import Measure
 from rankeval.options import (
@@ -129,6 +129,7 @@ class Comparison(ComparisonData):
         per_query: bool = False,
         precision: int | None = None,
         spread: str | None = None,
+        width: str | None = LATEX_WIDTH,
     ) -> str:
         """Render the comparison.
 
@@ -142,8 +143,9 @@ class Comparison(ComparisonData):
             per_query: also per-query rows (not in the paper tables).
             precision: decimals; default 4 in trec, markdown and latex, full otherwise.
             spread: paper tables only: ``"std"`` or ``"se"`` shows value ± spread.
+            width: latex only: the widest the table may be (:meth:`to_latex`).
         """
-        return render(self, fmt, per_query=per_query, precision=precision, spread=spread)
+        return render(self, fmt, per_query=per_query, precision=precision, spread=spread, width=width)
 
     def to_markdown(self, spread: str | None = None, precision: int = 4) -> str:
         """A paper table in Markdown: one row per run, one column per measure, the best
@@ -156,11 +158,20 @@ class Comparison(ComparisonData):
         """
         return paper_table(self, "markdown", spread, precision)
 
-    def to_latex(self, spread: str | None = None, precision: int = 4) -> str:
+    def to_latex(self, spread: str | None = None, precision: int = 4, width: str | None = LATEX_WIDTH) -> str:
         """A paper table in LaTeX (``table`` environment; ``booktabs`` rules): as
         :meth:`to_markdown`, bold with ``\\textbf``, markers as superscripts, the legend as
-        the caption."""
-        return paper_table(self, "latex", spread, precision)
+        the caption (above the table).
+
+        Args:
+            spread: as for :meth:`to_markdown`.
+            precision: decimals.
+            width: the widest the table may be, a TeX length (default ``\\linewidth``: the
+                text, or the column in a two-column layout): a wider table is scaled down to
+                it with ``\\resizebox`` (package ``graphicx``), a narrower one keeps its size.
+                ``None`` or ``"none"``: the natural width, no ``graphicx`` needed.
+        """
+        return paper_table(self, "latex", spread, precision, width)
 
     def plot(
         self, directory: str | Path, fmt: str = "png", curves: Sequence[pd.DataFrame] = ()
@@ -171,6 +182,16 @@ class Comparison(ComparisonData):
         scores of every run (``distribution-MEASURE.FMT``); each of *curves*
         (:func:`parameter_curve` frames, ``curve-MEASURE.FMT``)."""
         return plot_comparison(self, directory, fmt, curves)
+
+    def plot_panels(
+        self, path: str | Path, fmt: str | None = None, curves: Sequence[pd.DataFrame] = ()
+    ) -> Path:
+        """Write one figure with one panel per measure to *path* and return it: with *curves*
+        (:func:`parameter_curve` frames), one panel per curve; without, one panel per measure
+        of the comparison, each run's score as a bar with its confidence interval. The runs
+        share one legend, below the panels. *fmt*: ``png``, ``pdf`` or ``svg`` (default: the
+        suffix of *path*)."""
+        return plot_panels(self, path, fmt, curves)
 
 
 # --------------------------------------------------------------------------- compare
@@ -194,7 +215,7 @@ def compare(
     nest_sep: str | None = "/",
     max_docs: int | None = None,
     on_duplicate: str | None = None,
-    docinfo: str | Path | None = None,
+    docinfo: str | Path | Sequence[str | Path] | None = None,
     registry: Registry | None = None,
     progress: bool | None = None,
 ) -> Comparison:

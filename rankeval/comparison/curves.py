@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from rankeval.measures.registry import Registry
     from rankeval.options import EvalOptions
 
-__all__ = ["expand_template", "parameter_curve"]
+__all__ = ["curve_labels", "expand_template", "parameter_curve"]
 
 _BRACES = re.compile(r"\{([^{}]*)\}")
 
@@ -49,6 +49,38 @@ def expand_template(template: str) -> tuple[str | None, list[str], list[str]]:
     return param, values, specs
 
 
+def curve_labels(template: str, parameter: str, help_text: str = "") -> dict[str, str]:
+    """How a figure names the curve of *template*: the measure and the parameter varied.
+
+    ``"nDCG@{5,10}"`` (varying the ``@`` parameter ``k``, "rank cutoff") gives the title and
+    measure ``nDCG@k`` and the parameter ``rank cutoff k``; ``"hTBG@h={1m,1h}"`` (help
+    "half-life of ...") gives the measure ``hTBG``, the parameter ``half-life h`` and the
+    title ``hTBG, half-life h``; the other parameters of the template stay in the measure
+    (``"RBP(p={0.5,0.8}, rel=2)"`` → ``RBP(rel=2), p``).
+
+    Args:
+        template: the curve's template (:func:`expand_template`).
+        parameter: the name of the parameter varied.
+        help_text: its help text; its first words, up to "of", "(" or a comma, describe the
+            parameter when they are at most three words.
+
+    Returns:
+        ``{"title": ..., "measure_label": ..., "parameter_label": ...}``.
+    """
+    words = re.split(r" \(|[,;:]| of | for | per | to | in ", help_text, maxsplit=1)[0].strip()
+    what = f"{words} {parameter}" if words and len(words.split()) <= 3 else parameter
+    start, end = template.index("{"), template.index("}")
+    named = re.search(r"([A-Za-z_][A-Za-z0-9_]*)\s*=\s*$", template[:start])
+    if named is None:  # nDCG@{5,10}: the value after '@' becomes the parameter's name
+        measure = (template[:start] + parameter + template[end + 1 :]).strip()
+        return {"title": measure, "measure_label": measure, "parameter_label": what}
+    measure = template[: named.start()].rstrip().removesuffix("@") + template[end + 1 :]
+    for pattern, repl in ((r"\(\s*,\s*", "("), (r",\s*\)", ")"), (r",\s*,", ","), (r"\(\s*\)", "")):
+        measure = re.sub(pattern, repl, measure)
+    measure = measure.strip()
+    return {"title": f"{measure}, {what}", "measure_label": measure, "parameter_label": what}
+
+
 def parameter_curve(
     qrels: Any,
     runs: Any,
@@ -73,6 +105,8 @@ def parameter_curve(
     Returns:
         A DataFrame ``run, measure, parameter, label, x, value``: *x* is the parameter's
         value as a number (durations in seconds), or its position when it is not a number.
+        Its ``attrs`` hold the ``template`` and how a figure names the curve
+        (:func:`curve_labels`: ``title``, ``measure_label``, ``parameter_label``).
     """
     import pandas as pd
 
@@ -93,5 +127,6 @@ def parameter_curve(
         for run, measure, value in zip(frame["run"], frame["measure"], frame["value"], strict=True)
     ]
     out = pd.DataFrame(rows, columns=["run", "measure", "parameter", "label", "x", "value"])
-    out.attrs["template"] = template
+    help_text = next((p.help for p in measures[0].params() if p.name == name), "")
+    out.attrs.update(template=template, **curve_labels(template, name, help_text))
     return out

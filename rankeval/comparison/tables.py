@@ -14,6 +14,7 @@ May import: numpy, :mod:`rankeval.errors`, :mod:`rankeval.options` (the choices)
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +26,15 @@ from rankeval.errors import UsageError
 from rankeval.options import FORMATS, SPREADS
 from rankeval.report.formats import TEX_ESCAPES, check_precision, format_value
 
-__all__ = ["FORMATS", "SPREADS", "paper_table", "render"]
+__all__ = ["FORMATS", "LATEX_WIDTH", "SPREADS", "check_width", "paper_table", "render"]
+
+#: the width a LaTeX table may take by default: the width of the text (of the column, in
+#: two-column layouts)
+LATEX_WIDTH = "\\linewidth"
+# a TeX length: an optional factor and a length command (0.9\textwidth), or a number and a unit
+_TEX_LENGTH = re.compile(
+    r"(?:[0-9]*\.?[0-9]+ *)?\\[A-Za-z]+|[0-9]*\.?[0-9]+ *(?:pt|mm|cm|in|bp|pc|dd|cc|sp|em|ex)"
+)
 
 
 def render(
@@ -35,13 +44,14 @@ def render(
     per_query: bool = False,
     precision: int | None = None,
     spread: str | None = None,
+    width: str | None = LATEX_WIDTH,
 ) -> str:
     """*cmp* in format *fmt*; see :meth:`rankeval.comparison.compare.Comparison.format`."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     check_precision(precision)
     if fmt in ("markdown", "latex"):
-        return paper_table(cmp, fmt, spread, 4 if precision is None else precision)
+        return paper_table(cmp, fmt, spread, 4 if precision is None else precision, width)
     rows = cmp.records(per_query)
     if fmt == "trec":
         return _trec(cmp, rows, 4 if precision is None else precision)
@@ -102,10 +112,26 @@ def _trec(cmp: ComparisonData, rows: list[dict[str, Any]], precision: int) -> st
 
 
 # ------------------------------------------------------------------------------ paper tables
-def paper_table(cmp: ComparisonData, fmt: str, spread: str | None, precision: int) -> str:
-    """The paper table of *cmp* in ``"markdown"`` or ``"latex"``; see
+def check_width(width: str | None) -> str | None:
+    """*width* if it is a TeX length (``\\linewidth``, ``0.9\\textwidth``, ``12cm``), ``None``
+    for ``None`` or ``"none"`` (the table's natural width); else a UsageError."""
+    if width is None or width == "none":
+        return None
+    if not _TEX_LENGTH.fullmatch(width.strip()):
+        raise UsageError(
+            f"bad LaTeX width {width!r}; expected a TeX length such as \\linewidth, "
+            "0.9\\textwidth or 12cm, or none"
+        )
+    return width.strip()
+
+
+def paper_table(
+    cmp: ComparisonData, fmt: str, spread: str | None, precision: int, width: str | None = LATEX_WIDTH
+) -> str:
+    """The paper table of *cmp* in ``"markdown"`` or ``"latex"`` (at most *width* wide); see
     :meth:`rankeval.comparison.compare.Comparison.to_markdown` and
     :meth:`rankeval.comparison.compare.Comparison.to_latex`."""
+    width = check_width(width)
     spread = spread or "none"
     if spread not in SPREADS:
         raise UsageError(f"unknown spread {spread!r}; expected one of {', '.join(SPREADS)}")
@@ -123,19 +149,19 @@ def paper_table(cmp: ComparisonData, fmt: str, spread: str | None, precision: in
         lines += ["| " + " | ".join(row) + " |" for row in body]
         return "\n".join(lines) + "\n\n" + legend + "\n"
     spec = "l" + "r" * len(cmp.measures)
-    lines = [
-        "\\begin{table}",
-        "\\centering",
-        f"\\begin{{tabular}}{{{spec}}}",
-        "\\toprule",
-        " & ".join(head) + " \\\\",
-        "\\midrule",
-    ]
+    tabular = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(head) + " \\\\", "\\midrule"]
     for r, row in enumerate(body):
         if cmp.runs[r] == RANDOM and cmp.random is not None and r > 0:
-            lines.append("\\midrule")
-        lines.append(" & ".join(row) + " \\\\")
-    lines += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{legend}}}", "\\end{table}"]
+            tabular.append("\\midrule")
+        tabular.append(" & ".join(row) + " \\\\")
+    tabular += ["\\bottomrule", "\\end{tabular}"]
+    if width is not None:
+        # graphicx's \resizebox, only ever shrinking: a table wider than *width* is scaled
+        # down to it, a narrower one keeps its size (\width is the table's natural width)
+        tabular[0] = f"\\resizebox{{\\ifdim\\width>{width}{width}\\else\\width\\fi}}{{!}}{{%\n" + tabular[0]
+        tabular[-1] += "}"
+    # captions go above tables (booktabs' advice; ACM, IEEE and Springer templates ask for it)
+    lines = ["\\begin{table}", "\\centering", f"\\caption{{{legend}}}", *tabular, "\\end{table}"]
     return "\n".join(lines) + "\n"
 
 

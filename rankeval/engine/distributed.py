@@ -58,6 +58,7 @@ from rankeval.io.data import Qrels, Run
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
     from rankeval.measures.base import Measure
     from rankeval.options import EvalOptions
@@ -171,6 +172,7 @@ def _evaluate_part(
     qrels_frame: pd.DataFrame,
     run_frame: pd.DataFrame,
     qrels_source: str,
+    docinfo: tuple[tuple[str, pa.Table], ...],
     run_name: str,
     run_source: str | None,
     tie_break: str,
@@ -179,7 +181,8 @@ def _evaluate_part(
     nested: bool,
 ) -> _Part:
     """Evaluate one partition with the local engine's code (runs on a worker); *nested*: the
-    partition is part of a nested collection."""
+    partition is part of a nested collection; *docinfo*: the qrels' side files (attributes of
+    unjudged items)."""
     import pyarrow as pa
 
     from rankeval.engine.scoring import evaluate_measure
@@ -194,6 +197,7 @@ def _evaluate_part(
             )
         ),
         qrels_source,
+        docinfo,
     )
     run_frame = run_frame.sort_values(["file", "line"], kind="stable")
     rt = pa.Table.from_pandas(run_frame[["query_id", "q0", "doc_id", "score"]], preserve_index=False)
@@ -309,6 +313,7 @@ def _evaluate_run(
                 qrels_parts[i],
                 run_parts[i],
                 qrels.source,
+                qrels.docinfo,
                 name,
                 run_source,
                 tie_break,

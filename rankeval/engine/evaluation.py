@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankeval.engine.scoring import aggregate_lists, evaluate_measure, measure_plugins
-from rankeval.errors import PluginError, ResourceError, UsageError
+from rankeval.errors import PluginError, ResourceError, SpecError, UsageError
+from rankeval.io import forms
 from rankeval.io.data import Qrels, Run, as_qrels, as_run
 from rankeval.measures.base import Measure
 from rankeval.options import EvalOptions, eval_options
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
     from rankeval.engine.distributed import DaskOptions
     from rankeval.measures.registry import Registry
+    from rankeval.report.formats import CompatMode
 
 ENGINES = ("local", "dask")
 
@@ -37,26 +39,52 @@ COLUMNS = ["run", "query_id", "measure", "value"]
 
 
 def resolve_measures(
-    measures: str | Measure | Iterable[str | Measure], registry: Registry | None = None
+    measures: str | Measure | Iterable[str | Measure],
+    registry: Registry | None = None,
+    *,
+    aliases: Mapping[str, str] | None = None,
 ) -> list[Measure]:
-    """Measures from specs (``"AP nDCG@10"``, ``["AP", "P@5"]``) or measure objects,
-    without duplicates, in the order given."""
-    if isinstance(measures, (str, Measure)):
-        measures = [measures]
-    elif not isinstance(measures, Iterable):
-        raise UsageError(f"measures must be a spec, a Measure or a list of them, not {measures!r}")
-    out: list[Measure] = []
-    for m in measures:
-        if isinstance(m, str):
-            if registry is None:
-                from rankeval.measures.plugins import load_registry
+    """Measures from specs (``"AP nDCG@10"``, ``["AP", "P@5"]``), rankeval measure objects or
+    ir_measures measure objects (``ir_measures.nDCG@10``, ``ir_measures.AP(rel=2)``), without
+    duplicates, in the order given (*aliases*: a compat mode's names,
+    :meth:`~rankeval.measures.registry.Registry.parse_many`).
 
-                registry = load_registry()
-            out.extend(registry.parse_many(m))
-        elif isinstance(m, Measure):
+    An ir_measures measure becomes the measure its printed name (``str(m)``, ir_measures'
+    canonical spelling) names in the registry: rankeval's own measure where rankeval has it
+    (``AP``, ``nDCG@10``), else the ir_measures bridge's (``ERR@10``), as the same spec
+    written as a string would.
+
+    Raises:
+        UsageError: *measures* is none of these, or empty; :class:`~rankeval.errors.SpecError`
+            for a spec (or an ir_measures measure's name) that does not parse.
+    """
+    items: Iterable[Any]
+    if isinstance(measures, (str, Measure)) or _is_ir_measure(measures):
+        items = [measures]
+    elif isinstance(measures, Iterable):
+        items = measures
+    else:
+        raise UsageError(
+            f"measures must be a spec, a Measure, an ir_measures measure or a list of them, not {measures!r}"
+        )
+    out: list[Measure] = []
+    for m in items:
+        if isinstance(m, Measure):
             out.append(m)
-        else:
-            raise UsageError(f"not a measure or measure spec: {m!r}")
+            continue
+        if not isinstance(m, str) and not _is_ir_measure(m):
+            raise UsageError(
+                f"not a measure: {m!r}; expected a spec string, a rankeval Measure or an ir_measures measure"
+            )
+        if registry is None:
+            from rankeval.measures.plugins import load_registry
+
+            registry = load_registry()
+        out.extend(
+            registry.parse_many(m, aliases=aliases)
+            if isinstance(m, str)
+            else [_from_ir_measures(m, registry)]
+        )
     seen: set[str] = set()
     unique = []
     for m in out:
@@ -68,6 +96,25 @@ def resolve_measures(
     return unique
 
 
+def _is_ir_measure(value: Any) -> bool:
+    """Whether *value* is an ir_measures measure object (``ir_measures.nDCG@10``)."""
+    import sys
+
+    ir_measures = sys.modules.get("ir_measures")  # such an object implies ir_measures is loaded
+    return ir_measures is not None and isinstance(value, ir_measures.Measure)
+
+
+def _from_ir_measures(measure: Any, registry: Registry) -> Measure:
+    """The registry's measure of an ir_measures measure's printed name."""
+    text = str(measure)
+    try:
+        return registry.parse(text)
+    except SpecError as exc:  # e.g. nDCG(dcg='exp-log2')@10: rankeval's nDCG has no dcg
+        raise SpecError(
+            f"ir_measures measure {text}: {exc.message}", source=exc.source, column=exc.column, text=exc.text
+        ) from None
+
+
 def _frame_types() -> tuple[type, ...]:
     """``(pandas.DataFrame,)`` if pandas is loaded (a DataFrame implies it is), else ``()``."""
     import sys
@@ -77,40 +124,80 @@ def _frame_types() -> tuple[type, ...]:
 
 
 def as_runs(runs: Any) -> list[Run]:
-    """Runs from one run (path, DataFrame, ``{qid: {doc: score}}``, :class:`Run`), a list of
-    them, or a ``{name: run}`` mapping. Names must be unique."""
-    single = (str, Path, Run, *_frame_types())
-    if isinstance(runs, single):
-        out = [as_run(runs)]
-    elif isinstance(runs, Mapping):
-        values = list(runs.values())
-        if values and all(isinstance(v, single) for v in values):
-            out = [as_run(v, str(k)) for k, v in runs.items()]
-        else:
-            out = [as_run(runs)]
-    elif isinstance(runs, Sequence):
-        out = [as_run(r) for r in runs]
-    else:
-        out = [as_run(runs)]
-    if not out:
-        raise UsageError("no runs given; expected a run (a path, a DataFrame, a dict) or a list of them")
+    """The runs of an API call, read and uniquely named.
+
+    *runs* is one run, a list (or other iterable) of runs, or a mapping ``{name: run}``; a
+    run is a path, a :class:`Run`, a DataFrame, ``{query_id: {doc_id: score}}`` or an
+    iterable of ir_measures ``ScoredDoc`` namedtuples (:func:`rankeval.io.data.as_run`).
+
+    * A mapping whose values are all ``{doc_id: score}`` dicts is **one run** ``{query_id:
+      {doc_id: score}}``; any other mapping is **runs by name** ``{name: run}``.
+    * An iterable whose first item is a namedtuple is one run (of ``ScoredDoc``); any other
+      is a list of runs.
+    * Names: a mapping's keys; else a path's file name and a :class:`Run`'s own name, and
+      ``run1``, ``run2``, ... (the place in the list) for the other forms; a single run that
+      is none of these is ``run``. Runs of different files with the same file name are named
+      by their tag column if that tells them apart, else by their paths; in-memory
+      :class:`Run` objects with the same name by their place in the list.
+
+    Raises:
+        UsageError: no runs, a value that is no run, or two runs with the same name.
+    """
+    items = _run_items(runs)
+    out = [as_run(value, name) for name, value in items]
     names = [r.name for r in out]
     for name in {n for n in names if names.count(n) > 1}:
-        # same file name in different folders: name those runs by their tag column (as
-        # trec_eval prints it) when that tells them apart, else by their path
         group = [i for i, r in enumerate(out) if r.name == name]
         sources = [out[i].source for i in group]
-        if None in sources or len(set(sources)) != len(sources):
-            continue  # the same file twice: an error below
-        tags = [_single_tag(out[i]) for i in group]
-        use_tags = None not in tags and len(set(tags)) == len(tags)
-        for i, tag, source in zip(group, tags, sources, strict=True):
-            out[i] = as_run(out[i], tag if use_tags else source)
+        if None not in sources and len(set(sources)) == len(sources):
+            # same file name in different folders: name those runs by their tag column (as
+            # trec_eval prints it) when that tells them apart, else by their path
+            tags = [_single_tag(out[i]) for i in group]
+            use_tags = None not in tags and len(set(tags)) == len(tags)
+            for i, tag, source in zip(group, tags, sources, strict=True):
+                out[i] = as_run(out[i], tag if use_tags else source)
+        else:  # Run objects built in memory: by their place (the same file twice: an error below)
+            for i in group:
+                if out[i].source is None and items[i][0] is None:
+                    out[i] = as_run(out[i], f"run{i + 1}")
     names = [r.name for r in out]
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
-        raise UsageError(f"several runs are named {', '.join(dup)}; give unique names")
+        raise UsageError(f"several runs are named {', '.join(dup)}; give unique names ({{name: run}})")
     return out
+
+
+def _run_items(runs: Any) -> list[tuple[str | None, Any]]:
+    """*runs* (as :func:`as_runs` takes them) as ``(name, run)`` pairs, not read yet; the name
+    is ``None`` where the run names itself (a path, a :class:`Run`, a single run)."""
+    if isinstance(runs, (str, Path, Run, *_frame_types())):
+        return [(None, runs)]
+    if isinstance(runs, Mapping):
+        if not runs:
+            raise UsageError(
+                f"no runs given: the mapping is empty; expected {{name: run}} or {forms.RUN_FORMS}"
+            )
+        if forms.is_one_run(runs):
+            return [(None, runs)]
+        for key, value in runs.items():
+            if isinstance(value, Mapping) and forms.is_one_run({key: value}):
+                raise UsageError(
+                    f"cannot tell one run from runs by name: {key!r} maps to {{doc_id: score}} while other "
+                    "keys map to runs; give either one run {query_id: {doc_id: score}} or {name: run} "
+                    "where every run is a path, a Run, a DataFrame, a {query_id: {doc_id: score}} dict or "
+                    "an iterable of ScoredDoc"
+                )
+        return [(str(k), v) for k, v in runs.items()]
+    if isinstance(runs, bytes) or forms.is_namedtuple(runs) or not isinstance(runs, Iterable):
+        return [(None, runs)]  # no run: as_run says what is expected
+    items = list(runs)
+    if not items:
+        raise UsageError(
+            f"no runs given; expected a run ({forms.RUN_FORMS}), a list of runs or {{name: run}}"
+        )
+    if forms.is_namedtuple(items[0]):
+        return [(None, items)]  # one run of ScoredDoc
+    return [(None if isinstance(r, (str, Path, Run)) else f"run{i}", r) for i, r in enumerate(items, 1)]
 
 
 def _single_tag(run: Run) -> str | None:
@@ -129,7 +216,7 @@ def evaluate(
     max_docs: int | None = None,
     on_duplicate: str | None = None,
     compat: str | None = None,
-    docinfo: str | Path | None = None,
+    docinfo: str | Path | Sequence[str | Path] | None = None,
     engine: str = "local",
     dask: DaskOptions | None = None,
     registry: Registry | None = None,
@@ -155,12 +242,13 @@ def evaluate(
             ``"error"``, or the rule of the *compat* mode (``"first"`` for ``"clef"``).
         compat: reproduce another tool's output with a mode a plugin adds
             (:func:`rankeval.report.formats.compat_modes`; e.g. ``"clef"``, from the TAR plugin: the
-            CLEF TAR evaluator's rounding and aggregation, on every TAR measure); ``None`` or
-            ``"none"``: no mode. Results keep the measure names as given.
-        docinfo: a side file of document attributes (lines ``docno key=value ...``, e.g.
-            ``sens=1`` for CS-DCG or ``cost=120`` for TBG), given to every qrels line of the
-            document in every query; an attribute a judgment gives on its qrels lines wins
-            (:meth:`~rankeval.Qrels.with_docinfo`).
+            CLEF TAR evaluator's rounding and aggregation, on every TAR measure, and its measure
+            names: ``"ap"`` is ``"tar_ap"``); ``None`` or ``"none"``: no mode. Results name
+            the measures as the mode does (CLEF's names), or as given.
+        docinfo: one or more side files of item attributes (lines ``docno key=value ...``,
+            e.g. ``sens=1`` for CS-DCG or ``cost=120`` for TBG), for judged and unjudged items
+            alike, in every query; an attribute a judgment gives on its qrels lines wins,
+            then the files in the order given (:meth:`~rankeval.Qrels.with_docinfo`).
         engine: ``"local"`` (this process) or ``"dask"``: the same evaluation partitioned by
             query over a Dask cluster, with identical results (:mod:`rankeval.engine.distributed`);
             run paths may then be globs of TREC files or Parquet.
@@ -282,7 +370,7 @@ def evaluate_results(
     max_docs: int | None = None,
     on_duplicate: str | None = None,
     compat: str | None = None,
-    docinfo: str | Path | None = None,
+    docinfo: str | Path | Sequence[str | Path] | None = None,
     engine: str = "local",
     dask: DaskOptions | None = None,
     registry: Registry | None = None,
@@ -290,11 +378,6 @@ def evaluate_results(
     """:func:`evaluate` without pandas: the same rows as plain arrays (used by the CLI)."""
     if engine not in ENGINES:
         raise UsageError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
-    if (options.compat if options is not None else compat) not in (None, "none") and registry is None:
-        from rankeval.measures.plugins import load_registry
-
-        registry = load_registry()  # the compat modes come from plugins
-    measure_list = resolve_measures(measures, registry)
     opts = eval_options(
         options,
         missing_zero=missing_zero,
@@ -304,7 +387,15 @@ def evaluate_results(
         compat=compat,
         docinfo=docinfo,
     )
-    computed, duplicate_rule = _with_compat(measure_list, opts.compat, opts.on_duplicate, registry)
+    if opts.compat not in (None, "none") and registry is None:
+        from rankeval.measures.plugins import load_registry
+
+        registry = load_registry()  # the compat modes come from plugins
+    from rankeval.report.formats import compat_mode
+
+    mode = compat_mode(opts.compat, registry)
+    measure_list = resolve_measures(measures, registry, aliases=mode[1].aliases if mode else None)
+    computed, duplicate_rule = _with_compat(measure_list, mode, opts.on_duplicate)
     qrels_obj: Qrels = as_qrels(qrels)
     if opts.docinfo is not None:
         qrels_obj = qrels_obj.with_docinfo(opts.docinfo)
@@ -317,6 +408,10 @@ def evaluate_results(
         _evaluate_dask(out, qrels_obj, runs, measure_list, computed, opts, dask)
     else:
         _evaluate_local(out, qrels_obj, runs, measure_list, computed, opts, registry)
+    if mode is not None and mode[1].names is not None and registry is not None:  # CLEF's names
+        from rankeval.measures.plugins import measure_names
+
+        out = out.renamed(measure_names(measure_list, mode[1].names, registry))
     return out
 
 
@@ -374,39 +469,51 @@ def _evaluate_dask(
 
 
 def _dask_runs(runs: Any) -> list[tuple[str | Path, Run | None]]:
-    """Runs for the Dask engine: files (and globs) of TREC text or Parquet are read by Dask;
-    anything else (JSON, DataFrames, dicts, Run objects) is read here first."""
+    """Runs for the Dask engine, in the forms and with the names of :func:`as_runs`: files (and
+    globs) of TREC text or Parquet are read by Dask, which names them by their file name;
+    anything else (JSON, a file named otherwise in ``{name: path}``, DataFrames, dicts, Run
+    objects) is read here first."""
     from rankeval.io import htbg_json
 
-    items = list(runs) if isinstance(runs, Sequence) and not isinstance(runs, str) else [runs]
     out: list[tuple[str | Path, Run | None]] = []
-    for item in items:
-        if isinstance(item, (str, Path)) and str(item) != "-" and not htbg_json.is_json(item):
+    for i, (name, item) in enumerate(_run_items(runs), 1):
+        by_dask = isinstance(item, (str, Path)) and str(item) != "-" and not htbg_json.is_json(item)
+        if by_dask and name in (None, Path(str(item)).name):
             out.append((item, None))
-        else:
-            for run in as_runs(item):
-                out.append((run.name, run))
-    names = [Path(str(s)).name if r is None else s for s, r in out]
+            continue
+        if by_dask and any(c in str(item) for c in "*?["):
+            raise UsageError(
+                f"run {name!r}: the Dask engine names the runs of a glob by its file name "
+                f"({Path(str(item)).name}); give the glob without a name"
+            )
+        run = as_run(item, name)
+        if name is None and run.source is None and run.name in _dask_names(out):
+            run = as_run(run, f"run{i}")  # an in-memory Run named like another: by its place
+        out.append((run.name, run))
+    names = _dask_names(out)
     if len(set(names)) != len(names):
-        raise UsageError("several runs have the same name; give unique names")
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise UsageError(f"several runs are named {', '.join(dup)}; give unique names ({{name: run}})")
     return out
 
 
-def _with_compat(
-    measures: list[Measure], compat: str | None, on_duplicate: str | None, registry: Registry | None
-) -> tuple[list[Measure], str]:
-    """The measures as computed in the *compat* mode (a
-    :class:`~rankeval.report.formats.CompatMode` of *registry*'s plugins; an error if it concerns
-    none of them), and the duplicate rule: *on_duplicate*, else the mode's, else ``error``."""
-    if compat is None or compat == "none":
-        return measures, on_duplicate or "error"
-    from rankeval.measures.plugins import load_registry, plugin_guard
-    from rankeval.report.formats import compat_modes
+def _dask_names(runs: list[tuple[str | Path, Run | None]]) -> list[str]:
+    """The names of :func:`_dask_runs`' runs: a file read by Dask is named by its file name."""
+    return [Path(str(s)).name if r is None else str(s) for s, r in runs]
 
-    modes = compat_modes(registry if registry is not None else load_registry())
-    if compat not in modes:
-        raise UsageError(f"unknown compat {compat!r}; expected one of {', '.join(['none', *modes])}")
-    plugin, mode = modes[compat]
+
+def _with_compat(
+    measures: list[Measure], plugin_mode: tuple[str, CompatMode] | None, on_duplicate: str | None
+) -> tuple[list[Measure], str]:
+    """The measures as computed in the compat mode (``(plugin, mode)`` of
+    :func:`~rankeval.report.formats.compat_mode`, or ``None``; an error if it concerns none of
+    them), and the duplicate rule: *on_duplicate*, else the mode's, else ``error``."""
+    if plugin_mode is None:
+        return measures, on_duplicate or "error"
+    from rankeval.measures.plugins import plugin_guard
+
+    plugin, mode = plugin_mode
+    compat = mode.name
     out: list[Measure] = []
     found = False
     for m in measures:

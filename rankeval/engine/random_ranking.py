@@ -27,7 +27,7 @@ The classic trec_eval measures implement the hook in their own plugin, as any fa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -164,7 +164,7 @@ def random_baseline(
     nest_sep: str | None = "/",
     max_docs: int | None = None,
     on_duplicate: str | None = None,
-    docinfo: str | Path | None = None,
+    docinfo: str | Path | Sequence[str | Path] | None = None,
     registry: Registry | None = None,
     progress: Progress | None = None,
 ) -> RandomBaseline:
@@ -360,7 +360,7 @@ def work(
 
 def random_models(measures: list[Measure], registry: Registry) -> list[tuple[str | None, RandomModel | None]]:
     """``(plugin, model)`` of each measure: the first :class:`RandomModel` a ``random_model``
-    hook returns for it (``-p`` plugins are asked first), or ``(None, None)``. Only measures
+    hook returns for it (``--plugin`` plugins are asked first), or ``(None, None)``. Only measures
     of nesting level 1 have one: the candidates are the run's top-level items."""
     from rankeval.measures.plugins import hook_impls, plugin_guard
 

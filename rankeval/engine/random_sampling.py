@@ -216,7 +216,7 @@ class _Replicas:
         )
         run, opts = sampling.run, sampling.options
         alignment = Alignment(
-            Qrels(rep_q, sampling.qrels.source),
+            Qrels(rep_q, sampling.qrels.source, sampling.qrels.docinfo),
             Run(rep_r, run.name, None, None, run.tie_break),
             nest_sep=opts.nest_sep,
             max_docs=opts.max_docs,

@@ -8,12 +8,13 @@ May import: numpy, ``errors``, ``measure``, ``ranked``, ``segments`` (not the en
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from rankeval.errors import MeasureError, UsageError, measure_guard, plugin_of
+from rankeval.errors import MeasureError, RankevalWarning, UsageError, measure_guard, plugin_of
 from rankeval.measures.base import Measure
 from rankeval.segments import safe_divide
 
@@ -135,6 +136,8 @@ def evaluate_measure(
             f"was found: nested ids look like PARENT{alignment.sep}CHILD, where PARENT is itself an "
             "item of the query (see --nest-sep)"
         )
+    if alignment.nested:
+        _warn_attribute_levels(alignment, measure, plugin)
     with measure_guard(measure, "failed", plugin):
         result = measure.compute(view)
     values = as_values(result, measure, view.num_queries, plugin)
@@ -144,15 +147,46 @@ def evaluate_measure(
     if view.level == 1:
         ids = view.query_ids
     else:
-        # average sub-queries (qid/parent) per top-level query
+        # average sub-queries (qid/parent) per top-level query; an undefined (NaN) sub-query
+        # is left out, as undefined queries are left out of an aggregate
         keep = retrieved if not missing_zero else np.ones(len(values), dtype=bool)
         n_outer = len(view.outer_ids)
+        undefined = np.bincount(view.outer[keep], minlength=n_outer) > 0  # until one is defined
+        keep = keep & ~np.isnan(values)
         total = np.bincount(view.outer[keep], weights=values[keep], minlength=n_outer)
         count = np.bincount(view.outer[keep], minlength=n_outer)
+        undefined &= count == 0
         retrieved = np.bincount(view.outer, weights=retrieved, minlength=n_outer) > 0
-        values = safe_divide(total, count)
+        values = np.where(undefined, np.nan, safe_divide(total, count))
         ids = view.outer_ids
     index = np.arange(len(ids))
     if not missing_zero:
         ids, values, index = ids[retrieved], values[retrieved], index[retrieved]
     return MeasureValues(view, ids, values, index)
+
+
+def _warn_attribute_levels(alignment: Alignment, measure: Measure, plugin: str | None) -> None:
+    """A warning for each attribute *measure* reads that the nested collection gives only
+    at other levels than those the measure reads it at (e.g. ``sens=`` on posts, with
+    nCS-DCG ranking the people)."""
+    with measure_guard(measure, "failed", plugin):
+        wanted = measure.attribute_levels()
+    for key, levels in wanted.items():
+        given = alignment.attribute_levels(key)
+        if not given or given & set(levels):
+            continue
+        at = ", ".join(map(str, sorted(given)))
+        reads = " and ".join(map(str, levels))
+        hint = (
+            f"; to score the items of level {min(given)}, add level={min(given)} (e.g. "
+            f"{type(measure).name}(level={min(given)}))"
+            if any(p.name == "level" for p in measure.params())
+            else ""
+        )
+        warnings.warn(
+            RankevalWarning(
+                f"{measure} reads {key}= of the items of level {reads}, but {key}= is given only "
+                f"on items of level {at}: it is not used{hint}"
+            ),
+            stacklevel=2,
+        )

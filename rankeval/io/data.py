@@ -7,12 +7,12 @@ happen later, in :mod:`rankeval.ranking`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rankeval.errors import InputError, RankevalError, UsageError, clip
-from rankeval.io import htbg_json, inputs
+from rankeval.io import attributes, forms, htbg_json, inputs
 from rankeval.io import trec as io
 
 if TYPE_CHECKING:
@@ -33,9 +33,16 @@ class Qrels:
     one string column per ``key=value`` attribute (e.g. ``cost``, ``sens``).
     """
 
-    def __init__(self, table: pa.Table, source: str = "<qrels>") -> None:
+    def __init__(
+        self, table: pa.Table, source: str = "<qrels>", docinfo: Sequence[tuple[str, pa.Table]] = ()
+    ) -> None:
         self.table = table
         self.source = source
+        self.docinfo: tuple[tuple[str, pa.Table], ...] = tuple(docinfo)
+        """The side files of item attributes applied (:meth:`with_docinfo`), first wins:
+        ``(file name, table)``, each table as :func:`rankeval.io.trec.read_docinfo_table`
+        reads it. They give attributes to items the qrels do not judge
+        (:meth:`docinfo_number`)."""
         # attribute -> [(side file, its line number per row, 0 where the value is not from it)]
         self._origins: dict[str, list[tuple[str, np.ndarray]]] = {}
 
@@ -55,55 +62,81 @@ class Qrels:
         """Names of the ``key=value`` attribute columns."""
         return [c for c in self.table.column_names if c not in io.RESERVED]
 
-    def with_docinfo(self, source: str | Path) -> Qrels:
-        """These judgments with the attributes of a side file of document attributes.
+    def with_docinfo(self, sources: str | Path | Sequence[str | Path]) -> Qrels:
+        """These judgments with the item attributes of one or more side files.
 
-        The side file has lines ``docno [key=value ...]`` (see
-        :func:`rankeval.io.trec.read_docinfo_table`). Its attributes are query-independent: they
-        go to every qrels line whose ``doc_id`` is the docno, in every query, as if written
-        on that line. **The qrels win:** a judgment (query, document) that gives a key on any
-        of its qrels lines keeps its own value for that key, and no line of it takes the
-        side file's. Documents of the side file that the qrels do not judge are not added.
+        A side file has lines ``docno [key=value ...]`` (see
+        :func:`rankeval.io.trec.read_docinfo_table`). Its attributes are query-independent:
+        they describe the item ``docno`` (a nested item by its full id, ``alice/p3``) in every
+        query, judged or not. **Precedence**, for each attribute of each item: the item's own
+        qrels lines (a judgment that gives the key on any of its lines keeps its value and no
+        line of it takes a side file's), then the side files in the order given (the first
+        that gives the key for the docno wins). Items of a side file that the qrels do not
+        judge are not added to the judgments: measures read their attributes through
+        :meth:`docinfo_number` (e.g. the reading cost of an unjudged post).
 
         Returns:
             A new :class:`Qrels` (same source name and lines) whose table has the merged
-            attribute columns; :meth:`attribute_origin` tells where each value came from.
+            attribute columns and whose :attr:`docinfo` lists the side files;
+            :meth:`attribute_origin` tells where each value came from.
 
         Raises:
-            InputError: the side file cannot be read or has a bad line.
+            InputError: a side file cannot be read or has a bad line.
+        """
+        out = self
+        for source in [sources] if isinstance(sources, (str, Path)) else list(sources):
+            out = out._with_side_file(source)
+        return out
+
+    def _with_side_file(self, source: str | Path) -> Qrels:
+        """:meth:`with_docinfo` of one side file."""
+        info = io.read_docinfo_table(source)
+        name = io.source_name(source)
+        table, origins = attributes.merge_side_file(self.table, self._origins, info, name)
+        out = Qrels(table, self.source, (*self.docinfo, (name, info)))
+        out._origins = origins
+        return out
+
+    def docinfo_number(
+        self,
+        key: str,
+        doc_ids: pa.Array,
+        what: str = "",
+        minimum: float | None = None,
+        *,
+        domain: Domain | None = None,
+    ) -> np.ndarray:
+        """Attribute *key* of the items *doc_ids* from the side files (:attr:`docinfo`, the
+        first that gives it wins) as float64, NaN where none gives it. For items the qrels
+        do not judge; a judged item's attributes are on its qrels rows (:meth:`number_attribute`).
+
+        Raises:
+            InputError: a value of a side file that is not a finite number (or is outside
+                *minimum* or *domain*), naming the file and line.
         """
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        info = io.read_docinfo_table(source)
-        name = io.source_name(source)
-        table = self.table
-        doc = pc.cast(table.column("doc_id"), pa.string())
-        if isinstance(doc, pa.ChunkedArray):
-            doc = doc.combine_chunks()
-        found = pc.index_in(doc, value_set=info.column("doc_id").combine_chunks())
-        side_line = info.column("line").combine_chunks().take(found)
-        side_line = side_line.fill_null(0).to_numpy(zero_copy_only=False)
-        pair: np.ndarray | None = None  # (query, doc) code of each row, made when needed
-        origins = {key: list(v) for key, v in self._origins.items()}
-        for key in info.column_names[2:]:
-            side = info.column(key).combine_chunks().take(found)
-            if key in table.column_names:
-                own = table.column(key)
-                has = own.is_valid().to_numpy(zero_copy_only=False)
-                if pair is None:
-                    pair = _pair_codes(table)
-                given = np.bincount(pair, weights=has, minlength=int(pair.max(initial=-1)) + 1) > 0
-                side = pc.if_else(pa.array(given[pair]), pa.scalar(None, side.type), side)
-                merged = pc.coalesce(own, pc.cast(side, own.type))
-                table = table.set_column(table.column_names.index(key), key, merged)
-            else:
-                table = table.append_column(key, side)
-            used = np.where(side.is_valid().to_numpy(zero_copy_only=False), side_line, 0)
-            origins.setdefault(key, []).append((name, used))
-        out = Qrels(table, self.source)
-        out._origins = origins
+        out = np.full(len(doc_ids), np.nan)
+        if not self.docinfo or not len(doc_ids):
+            return out
+        doc = pc.cast(doc_ids, pa.string())
+        for name, info in self.docinfo:
+            if key not in info.column_names:
+                continue
+            values, bad = attributes.numbers(info.column(key).combine_chunks(), minimum, domain)
+            if bad is not None:
+                found = info.column(key)[bad].as_py()
+                raise InputError(
+                    f"expected {attributes.expected(minimum, domain, key, what)}, found {found!r}",
+                    source=name,
+                    line=int(info.column("line")[bad].as_py()),
+                )
+            at = pc.index_in(doc, value_set=info.column("doc_id").combine_chunks())
+            at = at.fill_null(-1).to_numpy(zero_copy_only=False)
+            take = (at >= 0) & np.isnan(out)
+            out[take] = values[at[take]]
         return out
 
     def number_attribute(
@@ -132,51 +165,31 @@ class Qrels:
                 ``--docinfo`` file).
         """
         import numpy as np
-        import pyarrow.compute as pc
 
         if key not in self.table.column_names:
             return np.full(self.table.num_rows, np.nan)
         text = self.table.column(key)
-        try:
-            values = pc.cast(text, "float64").to_numpy(zero_copy_only=False)
-            given = text.is_valid().to_numpy(zero_copy_only=False)
-            ok = np.isfinite(values) | ~given
-        except Exception:  # some value is not a number: find it (a Python loop, error path only)
-            strings = text.to_pylist()
-            values, ok = np.full(len(strings), np.nan), np.ones(len(strings), dtype=bool)
-            for i, t in enumerate(strings):
-                if t is not None:
-                    try:
-                        values[i] = float(t)
-                    except ValueError:
-                        ok[i] = False
-            ok &= np.isfinite(values) | np.array([t is None for t in strings])
-        if minimum is not None:
-            ok &= ~(values < minimum)
-        if domain is not None:  # NaN (not given) compares False: never outside
-            with np.errstate(invalid="ignore"):
-                ok &= ~((values <= domain.low) if domain.low_open else (values < domain.low))
-                ok &= ~((values >= domain.high) if domain.high_open else (values > domain.high))
-        if not ok.all():
-            i = int(np.flatnonzero(~ok)[0])
-            source, line = self.attribute_origin(key, i)
-            found = text[i].as_py()
+        values, bad = attributes.numbers(text, minimum, domain)
+        if bad is not None:
+            source, line = self.attribute_origin(key, bad)
+            found = text[bad].as_py()
             if expected is not None:
                 row = " ".join(
-                    str(self.table.column(c)[i].as_py()) for c in ("query_id", "iteration", "doc_id")
+                    str(self.table.column(c)[bad].as_py()) for c in ("query_id", "iteration", "doc_id")
                 )
-                echo = f"{row} {self.table.column('relevance')[i].as_py():g} {key}={found}"
+                echo = f"{row} {self.table.column('relevance')[bad].as_py():g} {key}={found}"
                 raise InputError(
                     f"bad {key}={str(found)!r}: expected {expected}",
                     source=source,
                     line=line,
                     text=echo if source == self.source else None,
                 )
-            kind = f"a number in {domain}" if domain is not None else "a number"
-            kind = "a non-negative number" if minimum == 0 and domain is None else kind
-            about = f" ({what})" if what else ""
-            raise InputError(f"expected {kind} for {key}={about}, found {found!r}", source=source, line=line)
-        return values  # type: ignore[no-any-return]
+            raise InputError(
+                f"expected {attributes.expected(minimum, domain, key, what)}, found {found!r}",
+                source=source,
+                line=line,
+            )
+        return values
 
     def attribute_origin(self, key: str, row: int) -> tuple[str, int | None]:
         """File name and 1-based line number where attribute *key* of table row *row* was
@@ -230,33 +243,21 @@ class Qrels:
 
     @classmethod
     def from_ir_datasets(cls, dataset_id: str) -> Qrels:
-        """Load the qrels of an ir_datasets dataset (``msmarco-passage/dev/small``)."""
+        """Load the qrels of an ir_datasets dataset (``msmarco-passage/dev/small``); see
+        :mod:`rankeval.io.irds` (what is an id; a failed download is one clear error)."""
         import pandas as pd
 
-        try:
-            import ir_datasets
-        except ImportError:  # pragma: no cover - ir_datasets is a dependency
-            raise InputError("file not found (and ir_datasets is not installed)", source=dataset_id) from None
-        try:
-            dataset = ir_datasets.load(dataset_id)
-        except KeyError:
-            raise InputError("file not found, and not an ir_datasets id either", source=dataset_id) from None
-        if not dataset.has_qrels():
-            raise InputError("this ir_datasets dataset has no qrels", source=dataset_id)
-        try:
-            rows = [(q.query_id, q.iteration, q.doc_id, q.relevance) for q in dataset.qrels_iter()]
-        except Exception as exc:
-            raise InputError(f"could not load qrels from ir_datasets: {exc}", source=dataset_id) from None
-        if not rows:
-            raise InputError("no judgments: this ir_datasets dataset's qrels are empty", source=dataset_id)
-        frame = pd.DataFrame(rows, columns=["query_id", "iteration", "doc_id", "relevance"])
+        from rankeval.io.irds import qrels_rows
+
+        frame = pd.DataFrame(qrels_rows(dataset_id), columns=["query_id", "iteration", "doc_id", "relevance"])
         return cls.from_frame(frame, source=dataset_id)
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, source: str = "<DataFrame>") -> Qrels:
-        """Build from a DataFrame with ``query_id, doc_id, relevance`` (``iteration`` optional).
+        """Build from a DataFrame with ``query_id, doc_id, relevance`` (``iteration`` optional),
+        or with PyTerrier's ``qid, docno, label``.
 
-        Any other column is kept as an attribute.
+        Any other column is kept as an attribute (a ``cost`` or ``sens`` column, say).
 
         Raises:
             UsageError: a required column is missing, or the relevance is not numeric.
@@ -265,9 +266,7 @@ class Qrels:
         """
         import pyarrow as pa
 
-        missing = {"query_id", "doc_id", "relevance"} - set(frame.columns)
-        if missing:
-            raise UsageError(f"qrels DataFrame lacks column(s) {sorted(missing)}", source=source)
+        frame = forms.with_columns(frame, ("query_id", "doc_id", "relevance"), "qrels", source)
         cols: dict[str, Any] = {
             "query_id": pa.array(frame["query_id"].astype(str), pa.string()),
             "iteration": pa.array(
@@ -406,7 +405,8 @@ class Run:
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, name: str = "run") -> Run:
-        """Build from a DataFrame with ``query_id, doc_id, score`` (``q0``, ``tag`` optional).
+        """Build from a DataFrame with ``query_id, doc_id, score`` (``q0``, ``tag`` optional),
+        or with PyTerrier's ``qid, docno, score``. Other columns are not read.
 
         Raises:
             UsageError: a required column is missing, or the score is not numeric.
@@ -415,9 +415,7 @@ class Run:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        missing = {"query_id", "doc_id", "score"} - set(frame.columns)
-        if missing:
-            raise UsageError(f"run DataFrame lacks column(s) {sorted(missing)}", source=name)
+        frame = forms.with_columns(frame, ("query_id", "doc_id", "score"), "run", name)
         n = len(frame)
 
         def col(key: str, default: str) -> pa.Array:
@@ -484,23 +482,6 @@ def _dict_rows(data: Any, what: str, source: str) -> list[tuple[str, str, float]
     return rows
 
 
-def _pair_codes(table: pa.Table) -> np.ndarray:
-    """An integer code per row, equal for rows of the same (query_id, doc_id)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    codes = []
-    for name in ("query_id", "doc_id"):
-        col = pc.dictionary_encode(pc.cast(table.column(name), pa.string()))
-        if isinstance(col, pa.ChunkedArray):
-            col = col.unify_dictionaries().combine_chunks()
-        codes.append((np.asarray(col.indices, dtype=np.int64), len(col.dictionary)))
-    (q, _), (d, nd) = codes
-    inverse: np.ndarray = np.unique(q * max(nd, 1) + d, return_inverse=True)[1]
-    return inverse.ravel()
-
-
 def _nth_line(data: bytes, line: int) -> str | None:
     """Text of 1-based line *line* of *data* (at most ``MAX_ECHO`` characters), or ``None``."""
     import numpy as np
@@ -524,11 +505,22 @@ def _floats(values: Any, what: str, source: str) -> Any:
 
 
 def _looks_like_dataset_id(text: str) -> bool:
-    return "/" in text and not text.startswith((".", "/", "~")) and not Path(text).suffix
+    """Whether a missing path *text* names an ir_datasets dataset (without importing
+    ir_datasets, nor creating its home directory, for a name that is not one)."""
+    from rankeval.io.irds import is_dataset_id
+
+    return is_dataset_id(text)
 
 
 def as_qrels(qrels: Any) -> Qrels:
-    """Coerce a path, DataFrame, dict or :class:`Qrels` to :class:`Qrels`."""
+    """Coerce qrels in any form the Python API accepts to :class:`Qrels`: a path (or an
+    ir_datasets id), a :class:`Qrels`, a DataFrame (``query_id, doc_id, relevance`` or
+    PyTerrier's ``qid, docno, label``), ``{query_id: {doc_id: relevance}}`` or an iterable of
+    ir_measures ``Qrel`` namedtuples (:mod:`rankeval.io.forms`).
+
+    Raises:
+        UsageError: *qrels* is none of these, or lacks a column or field.
+    """
     import sys
 
     if isinstance(qrels, Qrels):
@@ -540,11 +532,25 @@ def as_qrels(qrels: Any) -> Qrels:
         return Qrels.from_frame(qrels)
     if isinstance(qrels, Mapping):
         return Qrels.from_dict(qrels)
-    raise UsageError(f"cannot use {type(qrels).__name__} as qrels (path, DataFrame, dict or Qrels)")
+    rows = forms.namedtuple_rows(qrels)
+    if rows is not None:
+        return Qrels.from_frame(forms.namedtuple_frame(rows, "<qrels>"), "<qrels>")
+    raise UsageError(f"cannot use {forms.describe(qrels)} as qrels; expected {forms.QRELS_FORMS}")
 
 
 def as_run(run: Any, name: str | None = None) -> Run:
-    """Coerce a path, DataFrame, dict or :class:`Run` to :class:`Run`."""
+    """Coerce one run in any form the Python API accepts to :class:`Run`: a path, a
+    :class:`Run`, a DataFrame (``query_id, doc_id, score`` or PyTerrier's ``qid, docno,
+    score``), ``{query_id: {doc_id: score}}`` or an iterable of ir_measures ``ScoredDoc``
+    namedtuples (:mod:`rankeval.io.forms`).
+
+    Args:
+        run: the run.
+        name: its name; default: a path's file name, a :class:`Run`'s own name, else ``run``.
+
+    Raises:
+        UsageError: *run* is none of these, or lacks a column or field.
+    """
     import sys
 
     if isinstance(run, Run):
@@ -553,11 +559,12 @@ def as_run(run: Any, name: str | None = None) -> Run:
         return run
     if isinstance(run, (str, Path)):
         return Run.read(run, name)
-    if run is None or isinstance(run, (int, float, bytes)):
-        raise UsageError(f"cannot use {run!r} as a run (path, DataFrame, dict or Run)")
     pd = sys.modules.get("pandas")  # a DataFrame implies pandas is loaded
     if pd is not None and isinstance(run, pd.DataFrame):
         return Run.from_frame(run, name or "run")
     if isinstance(run, Mapping):
         return Run.from_dict(run, name or "run")
-    raise UsageError(f"cannot use {type(run).__name__} as a run (path, DataFrame, dict or Run)")
+    rows = forms.namedtuple_rows(run)
+    if rows is not None:
+        return Run.from_frame(forms.namedtuple_frame(rows, name or "run"), name or "run")
+    raise UsageError(f"cannot use {forms.describe(run)} as a run; expected {forms.RUN_FORMS}")

@@ -279,6 +279,8 @@ class Measure:
             aggregate, as trec_eval does).
         whole: per-query values are whole numbers that are not summed (a rank, say): printed
             without decimals per query, while the aggregate (a mean) keeps its decimals.
+        attributes: the item attributes (``key=`` of the qrels or a ``--docinfo`` file) the
+            measure reads, at the levels :meth:`attribute_levels` gives (``("sens",)``).
     """
 
     name: ClassVar[str] = ""
@@ -289,6 +291,7 @@ class Measure:
     trec_prefixes: ClassVar[tuple[str, ...]] = ()
     integer: ClassVar[bool] = False
     whole: ClassVar[bool] = False
+    attributes: ClassVar[tuple[str, ...]] = ()
 
     # -- behaviour -------------------------------------------------------------------
     def compute(self, data: RankedLists) -> np.ndarray:
@@ -341,6 +344,26 @@ class Measure:
         has one; 1 = top-level items)."""
         level = getattr(self, "level", 1)
         return level if isinstance(level, int) else 1
+
+    @classmethod
+    def reads(cls) -> str:
+        """What the measure reads, in words, for listings and the docs: the nesting level it
+        ranks and the item attributes it reads (``level= items (default 1, the top level);
+        attributes: sens=``)."""
+        ranked = (
+            "the items of level= (default 1, the top level)"
+            if any(p.name == "level" for p in cls.params())
+            else "the top-level items"
+        )
+        attributes = ", ".join(f"{a}=" for a in cls.attributes)
+        return ranked + (f"; attributes: {attributes}" if attributes else "")
+
+    def attribute_levels(self) -> dict[str, tuple[int, ...]]:
+        """The nesting levels at which the measure reads each of its :attr:`attributes`: the
+        level it ranks (:meth:`view_level`) unless a subclass says otherwise (TBG reads
+        ``cost=`` of the ranked items and of their children). When an attribute is given in
+        a nested collection only at other levels, evaluation warns."""
+        return {key: (self.view_level(),) for key in self.attributes}
 
     # -- introspection ---------------------------------------------------------------
     @classmethod

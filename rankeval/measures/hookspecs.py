@@ -54,4 +54,5 @@ def expand_measures(text: str) -> list[Measure] | None:
 
 @hookspec(firstresult=True)
 def measure_name(measure: Measure, names: str) -> str | None:
-    """Return *measure*'s name in the naming convention *names* (e.g. ``"trec"``), or ``None``."""
+    """Return *measure*'s name in the naming convention *names* (e.g. ``"trec"``, ``"clef"``),
+    or ``None``."""

@@ -3,7 +3,7 @@
 Built-in measure families (the packages in ``plugins/``) are registered exactly like
 third-party plugins: by module, through the ``register_measures`` hook. Then come plugins
 advertised under the ``rankeval`` entry-point group (unless ``RANKEVAL_DISABLE_PLUGIN_AUTOLOAD``
-is set), then modules named with ``-p``. There is no module-global state: each call of
+is set), then modules named with ``--plugin``. There is no module-global state: each call of
 :func:`load_registry` builds a fresh manager.
 
 A plugin that fails while it is imported or registered -- any exception, and also
@@ -103,7 +103,7 @@ def load_registry(
         if isinstance(p, str) and not registry.autoload and p in advertised:
             sources.append((name, advertised[p], "entry point, -p"))  # as pytest's -p NAME
         else:
-            sources.append((name, p, "-p"))
+            sources.append((name, p, "--plugin"))
     for name, target, origin in sources:
         if name in blocked or name in registry.plugins:
             continue
@@ -125,7 +125,7 @@ def load_registry(
 # ----------------------------------------------------------- calling the other hooks
 def hook_impls(registry: Registry, hook: str) -> list[tuple[str, Callable[..., Any]]]:
     """``(plugin name, function)`` of every implementation of *hook* in *registry*'s plugin
-    manager, in pluggy's call order (the last registered plugin first: ``-p`` plugins before
+    manager, in pluggy's call order (the last registered plugin first: ``--plugin`` plugins before
     entry points before the built-ins)."""
     if registry.pm is None:
         return []
@@ -146,12 +146,14 @@ def plugin_guard(plugin: str, action: str) -> Iterator[None]:
 
 
 #: naming conventions of ``--names``: rankeval's specs, or one a plugin's ``measure_name`` knows
-NAMES = ("rankeval", "trec")
+#: (trec_eval's, from ``rankeval_trec``; the CLEF TAR evaluator's, from ``rankeval_tar``)
+NAMES = ("rankeval", "trec", "clef")
 
 
 def measure_names(measures: list[Measure], names: str, registry: Registry) -> dict[str, str]:
     """``{str(measure): name}``: each measure's name in the convention *names* (``"trec"``:
-    trec_eval's, from the ``measure_name`` hooks), or its spec when no plugin names it."""
+    trec_eval's, ``"clef"``: the CLEF TAR evaluator's, from the ``measure_name`` hooks), or its
+    spec when no plugin names it."""
     out: dict[str, str] = {}
     impls = hook_impls(registry, "measure_name")
     for measure in measures:

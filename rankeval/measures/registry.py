@@ -1,5 +1,13 @@
 """The measure registry: names and aliases → measure classes; specs → measures.
 
+Names are case-insensitive: no two measure classes share a name, an alias or a trec_eval
+prefix that differ only by case (:meth:`Registry.add` refuses it), so ``ap``, ``AP`` and
+``map`` all mean average precision. A name is looked up exactly first, then
+case-insensitively; only a name the registry does not know at all reaches the
+``resolve_measure`` hooks (the ir_measures bridge). A compat mode may bring names of its own
+(``aliases=`` of :meth:`Registry.parse_many`: CLEF's ``ap`` under ``--compat clef``), which
+come before all others.
+
 The registry also remembers which plugin provides each measure class (registered by its
 ``register_measures`` hook, or returned by its ``resolve_measure`` hook), so that an error in
 a measure's own code can name the plugin (:meth:`Registry.plugin_of`). Every call into a
@@ -81,7 +89,7 @@ class Registry:
     Attributes:
         measures: registered measure classes by name.
         plugins: loaded plugins by name, each with where it came from (``built-in``,
-            ``entry point``, ``-p``).
+            ``entry point``, ``--plugin``).
         failures: plugins that failed to load or register, each with the reason.
         autoload: whether plugins of the ``rankeval`` entry-point group were loaded (off with
             ``RANKEVAL_DISABLE_PLUGIN_AUTOLOAD=1``).
@@ -92,6 +100,8 @@ class Registry:
         self.measures: dict[str, MeasureEntry] = {}
         self.aliases: dict[str, tuple[str, Mapping[str, Any]]] = {}
         self.prefixes: dict[str, str] = {}
+        # every name, alias and prefix case-folded → (class name, the spelling registered)
+        self._folded: dict[str, tuple[str, str]] = {}
         self.plugins: dict[str, str] = {}
         self.failures: dict[str, str] = {}
         self.autoload = True
@@ -121,38 +131,36 @@ class Registry:
         """Register *cls* as provided by *plugin*.
 
         Raises:
-            PluginError: if the name or an alias is already taken, naming both plugins.
+            PluginError: if the name, an alias or a prefix is already taken by another class,
+                also when they differ only by case, naming both plugins.
         """
         if not (isinstance(cls, type) and issubclass(cls, Measure)) or not cls.name:
             # a broken plugin, not a conflict: collect() records it and carries on
             raise TypeError(f"registered {cls!r}, which is not a named Measure subclass")
         _check_declaration(cls)
-        for name in (cls.name, *cls.aliases, *cls.trec_prefixes):
-            owner = self._owner(name)
-            if owner is not None:
+        names = (cls.name, *cls.aliases, *cls.trec_prefixes)
+        for name in names:
+            taken = self._folded.get(name.casefold())
+            if taken is not None:
+                owner = self.measures[taken[0]].plugin
+                spelled = "" if taken[1] == name else f" (as {taken[1]!r}: names are case-insensitive)"
                 raise PluginError(
-                    f"measure name {name!r} is registered by both plugin {owner!r} and plugin {plugin!r}"
+                    f"measure name {name!r} is registered by both plugin {owner!r}{spelled} and plugin {plugin!r}"
                 )
         self.measures[cls.name] = MeasureEntry(cls, plugin)
         for alias, fixed in cls.aliases.items():
             self.aliases[alias] = (cls.name, fixed)
         for prefix in cls.trec_prefixes:
             self.prefixes[prefix] = cls.name
+        for name in names:  # the class's own names may differ by case (AP, map, MAP)
+            self._folded.setdefault(name.casefold(), (cls.name, name))
 
     def remove(self, name: str) -> None:
         """Forget measure *name* and its aliases."""
         self.measures.pop(name, None)
         self.aliases = {a: v for a, v in self.aliases.items() if v[0] != name}
         self.prefixes = {p: v for p, v in self.prefixes.items() if v != name}
-
-    def _owner(self, name: str) -> str | None:
-        if name in self.measures:
-            return self.measures[name].plugin
-        if name in self.aliases:
-            return self.measures[self.aliases[name][0]].plugin
-        if name in self.prefixes:
-            return self.measures[self.prefixes[name]].plugin
-        return None
+        self._folded = {k: v for k, v in self._folded.items() if v[0] != name}
 
     # -- lookup ----------------------------------------------------------------------
     def plugin_of(self, measure: Measure) -> str:
@@ -168,36 +176,48 @@ class Registry:
     def __iter__(self) -> Iterator[MeasureEntry]:
         return iter(sorted(self.measures.values(), key=lambda e: e.cls.name.lower()))
 
-    def parse(self, text: str) -> Measure:
-        """Parse one spec into a measure (``"nDCG@10"``, ``"AP(rel=2)"``, ``"P.5"``)."""
+    def parse(self, text: str, *, aliases: Mapping[str, str] | None = None) -> Measure:
+        """Parse one spec into a measure (``"nDCG@10"``, ``"AP(rel=2)"``, ``"P.5"``); *aliases*
+        as for :meth:`parse_many`."""
         if not isinstance(text, str):
             raise SpecError(f"a measure spec is a string, not {type(text).__name__}", source="measure spec")
-        measures = self.parse_many(text)
+        measures = self.parse_many(text, aliases=aliases)
         if len(measures) != 1:
             raise SpecError(
                 f"expected one measure spec, found {len(measures)}", source="measure spec", text=text
             )
         return measures[0]
 
-    def parse_many(self, text: str, defaults: Mapping[str, Any] | None = None) -> list[Measure]:
+    def parse_many(
+        self,
+        text: str,
+        defaults: Mapping[str, Any] | None = None,
+        *,
+        aliases: Mapping[str, str] | None = None,
+    ) -> list[Measure]:
         """Parse whitespace-separated specs (``"AP nDCG@10 P@5"``), or one spelling that an
         ``expand_measures`` hook turns into several measures (trec_eval's ``P.5,10``,
         ``ndcg_cut``, ``official``: :meth:`expand`). *defaults* replace the class defaults of
-        the parameters a spec does not set (``{"rel": 2}`` for trec_eval's ``-l 2``)."""
-        expanded = self.expand(text)
+        the parameters a spec does not set (``{"rel": 2}`` for trec_eval's ``-l 2``).
+        *aliases* are the names of a compat mode (:attr:`CompatMode.aliases
+        <rankeval.report.formats.CompatMode.aliases>`, ``{"ap": "tar_ap"}``): spelled exactly
+        so, they mean the measure they map to, before any other name."""
+        expanded = self.expand(text, aliases)
         if expanded is not None:
             return [_with_defaults(m, defaults) for m in expanded]
-        return [self.resolve(spec, defaults) for spec in parse_specs(text)]
+        return [self.resolve(spec, defaults, aliases) for spec in parse_specs(text)]
 
-    def expand(self, text: str) -> list[Measure] | None:
+    def expand(self, text: str, aliases: Mapping[str, str] | None = None) -> list[Measure] | None:
         """The measures an ``expand_measures`` hook gives for *text*, if *text* is one token in
         trec_eval's form (``name[.params]``, no ``@`` or parentheses) that is not a registered
-        name here, or that has a parameter list (``P.5,10``); else ``None``."""
+        name here (spelled exactly so) or one of *aliases*, or that has a parameter list
+        (``P.5,10``); else ``None``."""
         token = text.strip()
         m = _TREC_FORM.match(token)
         if m is None or self.pm is None:
             return None
-        if "," not in token and (m.group("name") in self.measures or m.group("name") in self.aliases):
+        name = m.group("name")
+        if "," not in token and (name in self.measures or name in self.aliases or name in (aliases or {})):
             return None
         for impl in reversed(self.pm.hook.expand_measures.get_hookimpls()):
             plugin = impl.plugin_name
@@ -214,20 +234,25 @@ class Registry:
                 return [m for m in measures if m is not None]
         return None
 
-    def resolve(self, spec: MeasureSpec, defaults: Mapping[str, Any] | None = None) -> Measure:
-        """Turn a parsed spec into a measure: names, then aliases, then trec_eval
-        ``name.N`` forms, then the ``resolve_measure`` hook (ir_measures)."""
-        name = spec.name
-        if name in self.measures:
-            return self._build(self.measures[name], spec, None, defaults)
-        if name in self.aliases:
-            target, fixed = self.aliases[name]
-            return self._build(self.measures[target], spec, fixed, defaults)
+    def resolve(
+        self,
+        spec: MeasureSpec,
+        defaults: Mapping[str, Any] | None = None,
+        aliases: Mapping[str, str] | None = None,
+    ) -> Measure:
+        """Turn a parsed spec into a measure: the compat mode's *aliases*, then names and
+        aliases (exactly, then case-insensitively), then trec_eval ``name.N`` forms, then the
+        ``resolve_measure`` hooks (ir_measures)."""
+        name = (aliases or {}).get(spec.name, spec.name)
+        meant = self._meaning(name, spec)
+        if meant is not None:
+            return self._build(meant[0], spec, meant[1], defaults)
         m = _TREC_CUT.match(name)
-        if m and m.group("base") in self.prefixes:
+        prefix = self._prefix(m.group("base")) if m else None
+        if m and prefix is not None:
             if spec.at is not None:
                 raise spec.error(f"{name!r} already has a cutoff; drop the '@' part")
-            entry = self.measures[self.prefixes[m.group("base")]]
+            entry = self.measures[prefix]
             cut = Value("number", m.group("k"), spec.column + m.start("k"), float(m.group("k")))
             return self._build(
                 entry, MeasureSpec(entry.cls.name, spec.text, spec.column, (None, cut), spec.params), None, defaults
@@ -235,10 +260,38 @@ class Registry:
         found = self._ask_resolvers(spec.text)
         if found is not None:
             return found
-        known = sorted(set(self.measures) | set(self.aliases) | set(self.prefixes))
-        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
-        hint = f"; did you mean {', '.join(close)}?" if close else "; `rankeval measures` lists them"
+        close = difflib.get_close_matches(name.casefold(), list(self._folded), n=3, cutoff=0.6)
+        spelled = [self._folded[c][1] for c in close]
+        hint = f"; did you mean {', '.join(spelled)}?" if close else "; `rankeval measures` lists them"
         raise spec.error(f"unknown measure {name!r}{hint}")
+
+    def _meaning(self, name: str, spec: MeasureSpec) -> tuple[MeasureEntry, Mapping[str, Any] | None] | None:
+        """The class *name* means and the parameters its alias fixes: an exact name or alias,
+        else the ones equal to *name* case-insensitively (``ap``, ``Ndcg``); ``None`` if none.
+        Raises a spec error if those are aliases of one class fixing different parameters."""
+        if name in self.measures:
+            return self.measures[name], None
+        if name in self.aliases:
+            target, fixed = self.aliases[name]
+            return self.measures[target], fixed
+        folded = name.casefold()
+        if folded not in self._folded:
+            return None
+        meanings: dict[tuple[str, str], str] = {}
+        for known in (*self.measures, *self.aliases):
+            if known.casefold() == folded:
+                target, fixed = self.aliases.get(known, (known, {}))
+                meanings.setdefault((target, repr(sorted(fixed.items()))), known)
+        if len(meanings) > 1:
+            raise spec.error(f"measure name {name!r} is ambiguous: {', '.join(meanings.values())}; write one of them")
+        return self._meaning(next(iter(meanings.values())), spec) if meanings else None
+
+    def _prefix(self, base: str) -> str | None:
+        """The class whose trec_eval prefix is *base*, exactly or case-insensitively."""
+        if base in self.prefixes:
+            return self.prefixes[base]
+        folded = base.casefold()
+        return next((cls for p, cls in self.prefixes.items() if p.casefold() == folded), None)
 
     def _build(
         self,
@@ -260,7 +313,7 @@ class Registry:
 
     def _ask_resolvers(self, text: str) -> Measure | None:
         """The first measure a ``resolve_measure`` hook returns for *text* (hooks are asked in
-        pluggy's order: the last registered plugin first, so ``-p`` plugins come before the
+        pluggy's order: the last registered plugin first, so ``--plugin`` plugins come before the
         built-in ir_measures bridge). A hook that raises is a :class:`PluginError` naming its
         plugin (its own :class:`~rankeval.errors.SpecError` passes through)."""
         if self.pm is None:

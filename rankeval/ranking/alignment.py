@@ -69,7 +69,7 @@ class Alignment:
                 f"on_duplicate must be one of {', '.join(DUPLICATE_POLICIES)}, not {on_duplicate!r}"
             )
         self.max_docs = max_docs
-        self._views: dict[int, RankedLists] = {}
+        self._views: dict[tuple[int, bool], RankedLists] = {}
         self.cache: dict[Any, Any] = {}
         self.run = check_duplicates(run, on_duplicate)
         self.sep = nest_sep or "/"
@@ -99,6 +99,28 @@ class Alignment:
         """Whether the collection is nested (see docs/formats.md, "Nested items")."""
         return self.numbering.nested
 
+    def attribute_levels(self, key: str) -> set[int]:
+        """The nesting levels (1 = top level) of the items that have attribute *key*, on
+        their qrels lines or, for the run's items, in a ``--docinfo`` side file (cached)."""
+        if ("attribute-levels", key) not in self.cache:
+            import pyarrow.compute as pc
+
+            nb = self.numbering
+            levels: set[int] = set()
+            if key in self.qrels.table.column_names:
+                given = self.qrels.table.column(key).is_valid().to_numpy(zero_copy_only=False)
+                levels.update((np.unique(nb.depth[self.qrels_item[given]]) + 1).tolist())
+            sides = [info for _, info in self.qrels.docinfo if key in info.column_names]
+            if sides and len(self.run_item):
+                known = self.run_item >= 0
+                doc = self.run.table.column("doc_id")
+                for info in sides:
+                    ids = info.filter(info.column(key).is_valid()).column("doc_id")
+                    hit = pc.is_in(doc, value_set=ids.combine_chunks()).to_numpy(zero_copy_only=False)
+                    levels.update((np.unique(nb.depth[self.run_item[hit & known]]) + 1).tolist())
+            self.cache[("attribute-levels", key)] = levels
+        return self.cache[("attribute-levels", key)]  # type: ignore[no-any-return]
+
     def qrels_position(self, items: np.ndarray) -> np.ndarray:
         """Position in the qrels (row of the first judgment) of each of *items* (judged)."""
         return self._first_judgment()[items]  # type: ignore[no-any-return]
@@ -126,12 +148,15 @@ class Alignment:
         return pa.array(np.where(judged, line, base + rows.astype(np.int64)))
 
     # -- views -----------------------------------------------------------------------
-    def view(self, level: int = 1) -> RankedLists:
+    def view(self, level: int = 1, every_parent: bool = False) -> RankedLists:
         """Ranked lists of the items at nesting *level* (1 = top level; 2 = children
-        ranked within each parent, one sub-query ``qid/parent`` per parent)."""
-        if level not in self._views:
-            self._views[level] = self._build(level)
-        return self._views[level]
+        ranked within each parent, one sub-query ``qid/parent`` per parent with judged
+        children; with *every_parent*, also one per parent whose children only the run has,
+        for measures that read the unjudged children too, such as TBG's reading times)."""
+        key = (level, every_parent and level > 1)
+        if key not in self._views:
+            self._views[key] = self._build(level, key[1])
+        return self._views[key]
 
     def _group(self, side: str, level: int) -> tuple[np.ndarray, np.ndarray, Any]:
         """Rows of one side at *level* (judged items, or run rows): (row indices, integer
@@ -169,9 +194,9 @@ class Alignment:
 
         return rows, nb.item_parent[item], by_parent
 
-    def _build(self, level: int) -> RankedLists:
+    def _build(self, level: int, every_parent: bool = False) -> RankedLists:
         """The ranked lists of *level*: the judged side, then the run rows ranked."""
-        judged = self._judged_side(level)
+        judged = self._judged_side(level, every_parent)
         nq = len(judged.query_ids)
         query_ids = to_numpy(judged.query_ids).astype(object)
         outer, outer_ids, parent_ids = self._outer_queries(level, judged, query_ids)
@@ -208,15 +233,18 @@ class Alignment:
             alignment=self,
         )
 
-    def _judged_side(self, level: int) -> _Judged:
+    def _judged_side(self, level: int, every_parent: bool = False) -> _Judged:
         """The queries of *level* (groups with judged items: queries, or parents for nested
-        levels) and their judged documents, sorted by query, then relevance descending."""
+        levels; *every_parent*: also the parents of the run's items) and their judged
+        documents, sorted by query, then relevance descending."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         nb = self.numbering
         j_rows, j_codes, j_names = self._group("j", level)
         used = _present(j_codes)
+        if every_parent:
+            used = np.union1d(used, _present(self._group("r", level)[1]))
         if len(used):
             names, outer_names = j_names(used)
             order = pa.array(to_numpy(pc.sort_indices(names)))

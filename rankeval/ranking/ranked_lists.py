@@ -89,12 +89,13 @@ class RankedLists:
     alignment: Alignment | None = field(default=None, repr=False)
     _cache: dict[Any, Any] = field(default_factory=dict, init=False, repr=False)  # see memo()
 
-    def children(self) -> RankedLists | None:
+    def children(self, every_parent: bool = False) -> RankedLists | None:
         """The ranked lists one nesting level down (each item's children ranked within it,
-        one sub-query per parent), or ``None`` if no item here has judged children."""
+        one sub-query per parent with judged children; *every_parent*: per parent with
+        children in the qrels or the run), or ``None`` if there is no such parent."""
         if self.alignment is None or not self.alignment.nested:
             return None
-        kids = self.alignment.view(self.level + 1)
+        kids = self.alignment.view(self.level + 1, every_parent)
         return kids if kids.num_queries else None
 
     def row_items(self) -> np.ndarray:
@@ -143,6 +144,30 @@ class RankedLists:
             return pc.take(self.run_doc_ids, pa.array(self.rows))
 
         return self.memo("doc_ids", make)
+
+    # -- item attributes ---------------------------------------------------------
+    def docinfo_number(
+        self, key: str, rows: np.ndarray, what: str = "", minimum: float | None = None, *, domain: Any = None
+    ) -> np.ndarray:
+        """Attribute *key* (``cost`` for ``cost=``) of the items of ranked rows *rows*, from the
+        ``--docinfo`` side files (:meth:`rankeval.Qrels.docinfo_number`), NaN where none gives
+        it. A judged item's attributes are on its qrels rows already (side files merged,
+        :meth:`rankeval.Qrels.number_attribute`); use this for the rows the qrels do not give
+        the attribute, e.g. unjudged items."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not self.qrels.docinfo:
+            return np.full(len(rows), np.nan)
+        ids = pc.take(self.doc_ids, pa.array(np.asarray(rows, dtype=np.int64)))
+        return self.qrels.docinfo_number(key, ids, what, minimum, domain=domain)
+
+    def describe_rows(self, rows: np.ndarray, limit: int = 3) -> list[str]:
+        """``'alice/p3' (query 1)`` for the first *limit* of ranked rows *rows* (messages)."""
+        return [
+            f"{self.doc_ids[int(i)].as_py()!r} (query {self.outer_ids[self.outer[self.query[int(i)]]]!r})"
+            for i in rows[:limit]
+        ]
 
     # -- segment helpers for measure kernels ----------------------------------
     def _blocks_in_order(self) -> tuple[np.ndarray, np.ndarray]:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rankeval.errors import PluginError, UsageError
@@ -34,6 +34,7 @@ __all__ = [
     "OutputFormat",
     "Row",
     "check_precision",
+    "compat_mode",
     "compat_modes",
     "format_results",
     "format_value",
@@ -187,6 +188,11 @@ class CompatMode:
         format: the output format of the CLI in this mode, unless ``-f`` is given.
         on_duplicate: the rule for a document given twice for a query in this mode, unless
             one is given.
+        aliases: the measure names of the other tool that this mode accepts, each mapped to
+            the rankeval name it means (``{"ap": "tar_ap"}``): spelled exactly so, they come
+            before every other name in the specs of this mode (and only in this mode).
+        names: the naming convention of the results in this mode (``"clef"``): each measure
+            is printed under the name a ``measure_name`` hook gives it in that convention.
         description: one line for ``--help``.
     """
 
@@ -194,6 +200,8 @@ class CompatMode:
     apply: Callable[[Measure], Measure | None]
     format: str | None = None
     on_duplicate: str | None = None
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    names: str | None = None
     description: str = ""
 
 
@@ -251,6 +259,17 @@ def compat_modes(registry: Registry | None = None) -> dict[str, tuple[str, Compa
     return plugin_items(_registry(registry), "register_compat_modes", CompatMode, {"none": "rankeval"})
 
 
+def compat_mode(compat: str | None, registry: Registry | None = None) -> tuple[str, CompatMode] | None:
+    """``(plugin, mode)`` of the ``--compat`` mode named *compat*, or ``None`` for ``None`` and
+    ``"none"``; an unknown name is a :class:`~rankeval.errors.UsageError` listing the modes."""
+    if compat is None or compat == "none":
+        return None
+    modes = compat_modes(registry)
+    if compat not in modes:
+        raise UsageError(f"unknown compat {compat!r}; expected one of {', '.join(['none', *modes])}")
+    return modes[compat]
+
+
 def format_results(
     results: Any,
     fmt: str = "trec",
@@ -288,12 +307,7 @@ def format_results(
     if precision is None and fmt in ("trec", "markdown", "latex"):
         precision = 4
     if fmt == "trec":
-        width = max([22, *(len(m) for _, _, m, _ in records)]) if records else 22
-        lines = []
-        for (run, qid, m, v), is_int in zip(records, records_int, strict=True):
-            text = f"{m:<{width}}\t{qid}\t{format_value(v, is_int, precision)}"
-            lines.append(f"{run}\t{text}" if several else text)
-        return "\n".join(lines) + ("\n" if lines else "")
+        return _trec(records, records_int, precision, several)
     if fmt in ("tsv", "csv"):
         import csv
         import io
@@ -313,6 +327,30 @@ def format_results(
             return json.dumps(objs, indent=1) + "\n"
         return "".join(json.dumps(o) + "\n" for o in objs)
     return _table(records, fmt, integer_rows, precision or 4, per_query)
+
+
+def _trec(
+    records: list[tuple[str, str, str, float]], records_int: list[bool], precision: int | None, several: bool
+) -> str:
+    """trec_eval's layout, ``measure<TAB>query<TAB>value`` (the measure padded to 22 characters
+    or the longest), after a run column with several runs; the run and query columns padded
+    to their widest entry where tab stops alone would not line them up."""
+    width = max([22, *(len(m) for _, _, m, _ in records)])
+    run_width = _tab_width(run for run, _, _, _ in records) if several else 0
+    qid_width = _tab_width(str(qid) for _, qid, _, _ in records)
+    lines = []
+    for (run, qid, m, v), is_int in zip(records, records_int, strict=True):
+        text = f"{m:<{width}}\t{qid:<{qid_width}}\t{format_value(v, is_int, precision)}"
+        lines.append(f"{run:<{run_width}}\t{text}" if several else text)
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _tab_width(column: Iterable[str]) -> int:
+    """The width to pad a column followed by a tab to: 0 (none) when every entry already ends
+    at the same tab stop (every 8 characters, as terminals and ``less`` show tabs), else the
+    widest entry's, so that the columns after it line up too."""
+    lengths = [len(text) for text in column]
+    return max(lengths) if len({n // 8 for n in lengths}) > 1 else 0
 
 
 def _render(
