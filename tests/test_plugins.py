@@ -612,3 +612,24 @@ def test_declaration_mistakes_are_a_broken_plugin(make_module, case, body, words
     registry = rankeval.load_registry(["rk_bad_decl"])
     assert "Bad" not in registry.measures
     assert words in registry.failures["rk_bad_decl"]
+
+
+def test_plugin_that_registers_nothing_is_reported(make_module) -> None:
+    """A --plugin module without hooks, or a folder imported as a namespace package (the
+    PYTHONPATH=. mistake of a plugin kept in mything/mything.py), is a broken plugin saying
+    why, not a plugin listed with no measures."""
+    from rankeval.measures.plugins import load_registry
+
+    make_module("rk_nothing", "x = 1\n")
+    (make_module.dir / "rk_folder").mkdir()
+    (make_module.dir / "rk_folder" / "rk_folder.py").write_text(HITS_MODULE.replace("{name}", "Hits"))
+    importlib.invalidate_caches()
+    try:
+        reg = load_registry(["rk_nothing", "rk_folder"])
+        assert "rk_nothing" not in reg.plugins and "rk_folder" not in reg.plugins
+        assert "defines no @hookimpl function" in reg.failures["rk_nothing"]
+        assert "without __init__.py" in reg.failures["rk_folder"]
+        assert "PYTHONPATH=rk_folder" in reg.failures["rk_folder"]
+        assert "Hits" not in reg.measures
+    finally:
+        sys.modules.pop("rk_folder", None)

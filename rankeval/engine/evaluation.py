@@ -225,10 +225,14 @@ def evaluate(
 
     Args:
         qrels: a :class:`~rankeval.Qrels`, a path (or ir_datasets id), a DataFrame with
-            ``query_id, doc_id, relevance`` or a ``{query_id: {doc_id: relevance}}`` dict.
+            ``query_id, doc_id, relevance`` (or PyTerrier's ``qid, docno, label``), a
+            ``{query_id: {doc_id: relevance}}`` dict, or an iterable of ir_measures ``Qrel``.
         runs: one run (:class:`~rankeval.Run`, path, DataFrame with ``query_id, doc_id,
-            score``, or ``{query_id: {doc_id: score}}``), a list of runs, or ``{name: run}``.
-        measures: specs (``"AP nDCG@10"``, ``["P@5", "RR(rel=2)"]``) or measure objects.
+            score`` or PyTerrier's ``qid, docno, score``, ``{query_id: {doc_id: score}}``, or
+            an iterable of ir_measures ``ScoredDoc``), a list of runs, or ``{name: run}``
+            (see :func:`as_runs` for how one run is told from several, and the names).
+        measures: specs (``"AP nDCG@10"``, ``["P@5", "RR(rel=2)"]``), measure objects, or
+            ir_measures measure objects (``ir_measures.nDCG@10``).
         options: the evaluation options (:class:`~rankeval.options.EvalOptions`: missing
             queries, nesting, ``max_docs``, duplicates, ``docinfo``, ``compat``); or give them
             one by one as the keyword arguments below (not both).

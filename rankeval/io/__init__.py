@@ -7,6 +7,10 @@
 - :mod:`~rankeval.io.fast_run`: the fast path for plain TREC runs;
 - :mod:`~rankeval.io.htbg_json`: the hTBG reference's JSON format;
 - :mod:`~rankeval.io.data`: the ``Qrels`` and ``Run`` objects (files, DataFrames, dicts, Parquet);
+- :mod:`~rankeval.io.forms`: the other input forms (PyTerrier columns, ir_measures tuples);
+- :mod:`~rankeval.io.attributes`: item attributes (``key=value``) as checked numbers, and
+  merging ``--docinfo`` side files;
+- :mod:`~rankeval.io.irds`: qrels named by an ir_datasets id;
 - :mod:`~rankeval.io.convert`: hTBG JSON ↔ nested TREC files.
 
 May import: the foundation modules (:mod:`rankeval.errors`, :mod:`rankeval.options`,

@@ -79,11 +79,11 @@ def load_registry(
     """Load built-in, entry-point and extra plugins and return the filled registry.
 
     Args:
-        plugins: extra plugin modules (objects or importable names, as ``-p module``).
-        blocked: plugin names not to load (``-p no:name``).
+        plugins: extra plugin modules (objects or importable names, as ``--plugin module``).
+        blocked: plugin names not to load (``--plugin no:name``).
         entry_points: also load plugins of the ``rankeval`` entry-point group (unless
             the environment variable ``RANKEVAL_DISABLE_PLUGIN_AUTOLOAD`` is set; then a
-            ``-p NAME`` naming an entry point still loads it).
+            ``--plugin NAME`` naming an entry point still loads it).
 
     A plugin that fails to import or to register is recorded in ``registry.failures`` and
     does not stop the others. Two plugins registering the same measure name is an error
@@ -101,7 +101,7 @@ def load_registry(
     for p in plugins:
         name = p if isinstance(p, str) else p.__name__
         if isinstance(p, str) and not registry.autoload and p in advertised:
-            sources.append((name, advertised[p], "entry point, -p"))  # as pytest's -p NAME
+            sources.append((name, advertised[p], "entry point, --plugin"))  # as pytest's -p NAME
         else:
             sources.append((name, p, "--plugin"))
     for name, target, origin in sources:
@@ -116,10 +116,27 @@ def load_registry(
                 pm.unregister(name=name)
             registry.failures[name] = f"cannot load ({origin}): {_fault(exc)}"
             continue
+        if not pm.get_hookcallers(module):  # nothing registered: say why, not silence
+            pm.unregister(name=name)
+            registry.failures[name] = f"cannot load ({origin}): {_no_hooks(module)}"
+            continue
         registry.plugins[name] = origin
     for impl in pm.hook.register_measures.get_hookimpls():
         registry.collect(impl.plugin_name, impl.function)
     return registry
+
+
+def _no_hooks(module: ModuleType) -> str:
+    """Why *module* registers nothing: a folder imported as a namespace package (the usual
+    mistake with ``PYTHONPATH=.``), or a module without ``@hookimpl`` functions."""
+    if getattr(module, "__file__", None) is None:
+        where = ", ".join(getattr(module, "__path__", [])) or "a folder"
+        return (
+            f"{module.__name__!r} is a folder without __init__.py ({where}), imported as an empty "
+            "namespace package: put the folder holding the module on PYTHONPATH "
+            f"(PYTHONPATH={module.__name__}), or pip install the package"
+        )
+    return "the module defines no @hookimpl function (register_measures, ...): it adds nothing"
 
 
 # ----------------------------------------------------------- calling the other hooks
