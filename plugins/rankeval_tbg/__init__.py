@@ -127,8 +127,8 @@ class _TimeBiased(Measure):
     @classmethod
     def reads(cls) -> str:
         """The ranked items and their children (the posts read in each individual)."""
-        ranked = "the items of level= (default 1)" if any(p.name == "level" for p in cls.params()) else "the top-level items"
-        return f"{ranked} and their children; attributes: cost= (of the items, and of their children)"
+        ranked, _, attributes = super().reads().partition("; attributes: ")
+        return f"{ranked} and their children; attributes: {attributes} (of the items, and of their children)"
 
     def attribute_levels(self) -> dict[str, tuple[int, ...]]:
         """``cost=`` of the ranked items (read when they have no children) and of their
