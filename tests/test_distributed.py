@@ -1,14 +1,18 @@
-"""The Dask engine gives exactly the local engine's results, for every built-in family.
+"""The block engine gives exactly the results of whole runs in memory, on every scheduler,
+for every built-in family.
 
-One 2-worker ``LocalCluster`` (processes) serves the whole module. Each test evaluates the same
-inputs on both engines and compares every per-query and aggregate value for exact equality
-(NaN equal to NaN), with several partition counts so that queries land in different
-partitions and some partitions hold no query of a kind (e.g. no nested item).
+The reference evaluates each run read whole (one alignment of the whole run against all the
+qrels, as rankeval did before blocks). Each test compares it, value for value (exact
+equality, NaN equal to NaN), with: this process one block at a time (``jobs=1``) at the
+default and at tiny block sizes (so that runs are cut into many blocks, and some blocks hold
+no query of a kind, e.g. no nested item); a pool of two worker processes (``jobs=2``); and a
+2-worker Dask ``LocalCluster`` (processes), which serves the whole module.
 """
 
 from __future__ import annotations
 
 import gzip
+import itertools
 import random
 from pathlib import Path
 
@@ -33,17 +37,29 @@ def scheduler():
         yield cluster.scheduler_address
 
 
-def same(qrels, runs, measures, scheduler, partitions=(None, 7), **kw):
-    local = rankeval.evaluate(qrels, runs, measures, **kw)
-    for n in partitions:
-        options = DaskOptions(scheduler=scheduler, partitions=n, blocksize=kw.pop("blocksize", 64 * 2**20))
-        dist = rankeval.evaluate(qrels, runs, measures, engine="dask", dask=options, **kw)
-        assert list(dist.columns) == list(local.columns)
-        assert len(dist) == len(local)
+def in_memory(runs):
+    """*runs* read whole, with the names the engine gives them."""
+    from rankeval.engine.runs import as_runs
+
+    return {r.name: r for r in as_runs(runs)}
+
+
+def same(qrels, runs, measures, scheduler, block_sizes=(None, 700), **kw):
+    """Every scheduler and block size gives the values of the whole runs in memory."""
+    whole = rankeval.evaluate(qrels, in_memory(runs), measures, **kw)
+    variants = [{"jobs": 1, "block_size": b} for b in block_sizes]
+    variants.append({"jobs": 2, "block_size": block_sizes[-1]})
+    variants.append(
+        {"engine": "dask", "dask": DaskOptions(scheduler=scheduler), "block_size": block_sizes[-1]}
+    )
+    for variant in variants:
+        got = rankeval.evaluate(qrels, runs, measures, **variant, **kw)
+        assert list(got.columns) == list(whole.columns)
+        assert len(got) == len(whole), variant
         pd.testing.assert_frame_equal(
-            dist.reset_index(drop=True), local.reset_index(drop=True), check_exact=True
+            got.reset_index(drop=True), whole.reset_index(drop=True), check_exact=True
         )
-    return local
+    return whole
 
 
 # ------------------------------------------------------------------------------ classic
@@ -80,7 +96,6 @@ def test_classic_measures_compressed_dl_hard_runs_and_options(scheduler):
         runs[0],
         ["AP", "NumRet"],
         scheduler,
-        partitions=(3,),
         missing_zero=False,
         max_docs=100,
     )
@@ -98,7 +113,8 @@ def test_blocks_and_globs_equal_one_file(scheduler, tmp_path):
         str(tmp_path / "part-*.txt"),
         CLASSIC,
         engine="dask",
-        dask=DaskOptions(scheduler=scheduler, blocksize=4096),
+        dask=DaskOptions(scheduler=scheduler),
+        block_size=4096,
     )
     assert (dist["value"].to_numpy() == local["value"].to_numpy()).all()
     assert (dist["query_id"].to_numpy() == local["query_id"].to_numpy()).all()
@@ -141,9 +157,10 @@ def test_foreign_parquet_run_without_line_numbers_equals_text(scheduler, tmp_pat
 
 
 # ------------------------------------------------------------------------------ nested
-def nested_collection(tmp_path: Path, queries: int = 30) -> tuple[Path, Path]:
+def nested_collection(tmp_path: Path, queries: int = 30, shuffle: bool = True) -> tuple[Path, Path]:
     """Individuals with posts (cost=, stopping probabilities); the last queries are flat
-    (individuals without posts), so some partitions see no nesting at all."""
+    (individuals without posts), so some blocks see no nesting at all. *shuffle*: the run's
+    lines in random order (an unsorted run), else grouped by query."""
     rnd = random.Random(11)
     q_lines, r_lines = [], []
     for q in range(queries):
@@ -159,6 +176,8 @@ def nested_collection(tmp_path: Path, queries: int = 30) -> tuple[Path, Path]:
                 if rnd.random() < 0.9:
                     r_lines.append(f"q{q} Q0 u{u}/p{p} 0 {rnd.choice([0.2, 0.4, 0.6])} r\n")
     rnd.shuffle(r_lines)
+    if not shuffle:
+        r_lines.sort(key=lambda line: int(line.split()[0][1:]))  # stable: each query's own order
     (tmp_path / "n.qrels").write_text("".join(q_lines))
     (tmp_path / "n.run").write_text("".join(r_lines))
     return tmp_path / "n.qrels", tmp_path / "n.run"
@@ -179,8 +198,54 @@ NESTED = [
 
 
 def test_nested_run_all_tbg_measures(scheduler, tmp_path):
-    qrels, run = nested_collection(tmp_path)
-    same(qrels, run, NESTED, scheduler, partitions=(None, 5, 40))
+    qrels, run = nested_collection(tmp_path, shuffle=False)
+    same(qrels, run, NESTED, scheduler, block_sizes=(None, 300, 2000))
+
+
+def test_unsorted_run_is_evaluated_whole_with_a_warning(scheduler, tmp_path):
+    """A run whose queries are not grouped: detected, evaluated whole, same values."""
+    qrels, run = nested_collection(tmp_path, shuffle=True)
+    same(qrels, run, NESTED, scheduler)
+    with pytest.warns(rankeval.errors.RankevalWarning, match=r"n\.run: not sorted by query .* in memory"):
+        rankeval.evaluate(qrels, run, "AP", jobs=1, block_size=700)
+
+
+def test_many_runs_at_once_are_one_task_list(scheduler):
+    """Six compressed runs, each cut into blocks, and the trec_eval run twice under names."""
+    runs = sorted(str(p) for p in (DATA / "dl-hard").glob("*.run.gz"))
+    assert len(runs) == 6
+    same(
+        DATA / "dl-hard" / "dl_hard-passage.qrels",
+        runs,
+        ["AP", "nDCG@10", "RR(rel=2)"],
+        scheduler,
+        block_sizes=(None, 20000),
+    )
+
+
+def test_block_cuts_fall_between_queries(tmp_path):
+    """Every cut of a sorted run is at a change of query, lines are counted across blocks,
+    and a query longer than two blocks is cut anyway (then found in two blocks)."""
+    from rankeval.io.blocks import split_run
+
+    data = (DATA / "trec_eval" / "results.test").read_bytes()
+    blocks = list(split_run(DATA / "trec_eval" / "results.test", 500))
+    assert len(blocks) > 3 and blocks[0].start == 0 and blocks[-1].end == len(data)
+    for before, after in itertools.pairwise(blocks):
+        assert before.end == after.start
+        last = data[: after.start].splitlines()[-1].split()[0]
+        assert data[after.start :].split()[0] != last
+        assert after.first_line == data[: after.start].count(b"\n") + 1
+    big = b"".join(b"q1 Q0 d%d 1 %d.0 t\n" % (i, i) for i in range(300))
+    (tmp_path / "one.run").write_bytes(big)
+    assert len(list(split_run(tmp_path / "one.run", 1000))) > 1
+    gz = tmp_path / "r.gz"
+    gz.write_bytes(gzip.compress(data))
+    zipped = list(split_run(gz, 500))
+    assert [(b.start, b.end, b.first_line) for b in zipped] == [
+        (b.start, b.end, b.first_line) for b in blocks
+    ]
+    assert b"".join(b.data for b in zipped) == data
 
 
 def test_json_inputs_run_in_memory(scheduler):
@@ -190,7 +255,6 @@ def test_json_inputs_run_in_memory(scheduler):
         toy / "prediction.json",
         ["hTBG@3", "nhTBG@3", "TBG@5"],
         scheduler,
-        partitions=(2,),
     )
 
 
@@ -208,7 +272,7 @@ def test_cost_sensitive_measures(scheduler, tmp_path):
     (tmp_path / "s.qrels").write_text("".join(q_lines))
     (tmp_path / "s.run").write_text("".join(r_lines))
     specs = ["CS-DCG@5", "nCS-DCG@5", "nCS-DCG(bounds=greedy)@3", "CS-DCG-neg@5", "nCS-DCG(agg=gmean)@10"]
-    same(tmp_path / "s.qrels", tmp_path / "s.run", specs, scheduler, partitions=(None, 6))
+    same(tmp_path / "s.qrels", tmp_path / "s.run", specs, scheduler)
 
 
 # ------------------------------------------------------------------------------ TAR
@@ -240,7 +304,7 @@ def test_tar_measures(scheduler, tmp_path, compat):
     qrels = tmp_path / "abs.qrels"
     qrels.write_bytes(gzip.decompress((DATA / "clef-tar" / "full.test.dta.abs.2019.qrels.gz").read_bytes()))
     run = DATA / "clef-tar" / "DTA_sheffield-baseline.gz"
-    same(qrels, run, TAR, scheduler, partitions=(None, 3), compat=compat, on_duplicate="first")
+    same(qrels, run, TAR, scheduler, compat=compat, on_duplicate="first")
 
 
 # ------------------------------------------------------------------------------ errors
@@ -254,7 +318,8 @@ def test_errors_name_the_file_and_global_line(scheduler, tmp_path):
             tmp_path / "bad.run",
             "AP",
             engine="dask",
-            dask=DaskOptions(scheduler=scheduler, blocksize=2048),
+            dask=DaskOptions(scheduler=scheduler),
+            block_size=2048,
         )
     assert info.value.line == 501
     assert str(tmp_path / "bad.run") in str(info.value)
@@ -269,7 +334,8 @@ def test_duplicates_are_found_across_blocks(scheduler, tmp_path):
             tmp_path / "dup.run",
             "AP",
             engine="dask",
-            dask=DaskOptions(scheduler=scheduler, blocksize=2048),
+            dask=DaskOptions(scheduler=scheduler),
+            block_size=2048,
         )
     assert info.value.line == len(lines) + 1
 

@@ -119,7 +119,7 @@ def test_frozen_worker_is_detected_and_its_tasks_run_elsewhere(workers, monkeypa
     local = rankeval.evaluate(QRELS, RUN, ["AP", "nDCG@10", "P@5"])
     start = time.monotonic()
     dist = rankeval.evaluate(
-        QRELS, RUN, ["AP", "nDCG@10", "P@5"], engine="dask", dask=DaskOptions(worker_ttl=1, blocksize=8192)
+        QRELS, RUN, ["AP", "nDCG@10", "P@5"], engine="dask", dask=DaskOptions(worker_ttl=1), block_size=8192
     )
     elapsed = time.monotonic() - start
     assert frozen and elapsed < BOUND
@@ -136,7 +136,8 @@ def test_frozen_worker_without_retries_is_a_clean_error_in_bounded_time(workers,
             RUN,
             "AP",
             engine="dask",
-            dask=DaskOptions(worker_ttl=1, allowed_failures=0, blocksize=8192),
+            dask=DaskOptions(worker_ttl=1, allowed_failures=0),
+            block_size=8192,
         )
     assert frozen and time.monotonic() - start < BOUND
     _quiet(capfd.readouterr().err)
@@ -205,7 +206,7 @@ def test_keyboard_interrupt_mid_run_closes_the_cluster_quietly(workers, monkeypa
 
     monkeypatch.setattr(dc, "compute", compute)
     with pytest.raises(KeyboardInterrupt):
-        rankeval.evaluate(QRELS, RUN, "AP", engine="dask", dask=DaskOptions(blocksize=8192))
+        rankeval.evaluate(QRELS, RUN, "AP", engine="dask", dask=DaskOptions(), block_size=8192)
     assert interrupted and workers
     assert not _wait_gone(workers)
     _quiet(capfd.readouterr().err)
@@ -343,7 +344,6 @@ def test_good_memory_limits(limit):
         DaskOptions(workers=-1),
         DaskOptions(workers=True),
         DaskOptions(blocksize=0),
-        DaskOptions(partitions=0),
         DaskOptions(worker_ttl=0),
         DaskOptions(worker_ttl=float("inf")),
         DaskOptions(connect_timeout=float("nan")),

@@ -23,14 +23,14 @@ from rankeval.cli.common import (
     emit,
     eval_options,
     handled,
-    named_results,
     parse_measures,
+    parse_size,
     plain_help,
     precision_of,
     read_qrels,
-    read_runs,
     require_measures,
     run_arguments,
+    run_sources,
     warnings_to_stderr,
 )
 from rankeval.cli.compare import compare_cmd
@@ -259,10 +259,28 @@ def evaluate_cmd(
         typer.Option(
             "--engine",
             metavar="ENGINE",
-            help="local (this process) or dask: partitioned by query over a Dask cluster, same "
-            "results; run arguments may then be globs of TREC files or Parquet.",
+            help="local (this machine) or dask (a Dask cluster): either way run files are "
+            "evaluated in blocks of whole queries, with the same results.",
         ),
     ] = "local",
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            metavar="N",
+            help="Local engine: worker processes evaluating blocks in parallel (default: one "
+            "per core; 1: this process, one block at a time, memory bounded by the block size).",
+        ),
+    ] = None,
+    block_size: Annotated[
+        str | None,
+        typer.Option(
+            "--block-size",
+            metavar="SIZE",
+            help="Bytes of run text per block, e.g. 32MiB (the default); the cut moves to the next query.",
+        ),
+    ] = None,
     scheduler: Annotated[
         str | None,
         typer.Option("--scheduler", metavar="ADDRESS", help="With --engine dask: a running Dask scheduler."),
@@ -312,21 +330,18 @@ def evaluate_cmd(
             dask_options = DaskOptions(
                 scheduler=scheduler, workers=workers, memory_limit=memory_limit, debug=debug_enabled(debug)
             )
-            run_objs: Any = [a.path for a in run_args]  # read by Dask, partitioned by query
-        else:
-            run_objs = read_runs(run_args)
         with warnings_to_stderr():
             results = evaluate_results(
                 qrels_obj,
-                run_objs,
+                run_sources(run_args),
                 measures,
                 options=options,
                 engine=engine,
+                jobs=jobs,
+                block_size=parse_size(block_size, "--block-size") if block_size is not None else None,
                 dask=dask_options,
                 registry=registry,
             )
-        if engine == "dask":
-            results = named_results(results, run_args)
         if names != "rankeval":
             results = results.renamed(measure_names(measures, names, registry))
         emit(format_results(results, fmt, per_query=per_query, precision=digits, registry=registry), output)
@@ -428,7 +443,7 @@ def convert_cmd(
             "--to",
             metavar="FORMAT",
             help="Target format: trec (nested TREC files), json (hTBG reference) or parquet (qrels "
-            "file + run directory, for --engine dask).",
+            "file + run directory; Parquet runs are read whole).",
         ),
     ] = "trec",
     tag: Annotated[
@@ -437,7 +452,7 @@ def convert_cmd(
     debug: DebugOption = False,
 ) -> None:
     """Convert between the hTBG reference's JSON files and nested TREC qrels/run files, or
-    TREC files to Parquet for the Dask engine."""
+    TREC files to Parquet (columnar, with every line's number kept)."""
     from rankeval.engine.dask_io import to_parquet
     from rankeval.io.convert import json_to_trec, trec_to_json
     from rankeval.report.outputs import check_outputs, write_outputs

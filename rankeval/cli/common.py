@@ -36,7 +36,6 @@ from rankeval.errors import InputError, RankevalError, RankevalWarning, UsageErr
 from rankeval.options import EvalOptions
 
 if TYPE_CHECKING:
-    from rankeval.engine.evaluation import Results
     from rankeval.io.data import Qrels, Run
 
 __all__ = [
@@ -56,8 +55,8 @@ __all__ = [
     "eval_options",
     "fail",
     "handled",
-    "named_results",
     "parse_measures",
+    "parse_size",
     "plain_help",
     "precision_of",
     "read_qrels",
@@ -65,6 +64,7 @@ __all__ = [
     "require_measures",
     "run_argument",
     "run_arguments",
+    "run_sources",
     "split_plugins",
     "warnings_to_stderr",
 ]
@@ -459,15 +459,32 @@ def read_runs(args: list[RunArgument]) -> list[Run]:
     return as_runs([Run.read(a.path, a.name) for a in args])
 
 
-def named_results(results: Results, args: list[RunArgument]) -> Results:
-    """*results* of runs given to the library as paths (the Dask engine reads them itself and
-    names each run by its file name) with the names given by ``NAME=PATH``."""
-    from dataclasses import replace
+def parse_size(text: str, option: str) -> int:
+    """A size in bytes given as ``64MB``, ``1GiB`` or a plain number of bytes (Dask's
+    :func:`dask.utils.parse_bytes`); a UsageError naming *option* otherwise."""
+    from dask.utils import parse_bytes
 
-    from rankeval.engine.evaluation import Results
+    try:
+        size = int(parse_bytes(text.strip()))
+    except (ValueError, OverflowError, TypeError):
+        size = 0
+    if size < 1:
+        raise UsageError(f"{option} takes a size such as 64MB, 1GiB or 1000000 (bytes), not {text!r}")
+    return size
 
-    names = {replace(a, name=None).shown_name: a.name for a in args if a.name is not None}
-    if not names:
-        return results
-    blocks = [replace(b, run=names.get(b.run, b.run)) for b in results.blocks]
-    return Results(blocks, results.integer_measures, results.whole_measures)
+
+def run_sources(args: list[RunArgument]) -> Any:
+    """The runs for the engine, which reads files itself, block by block: their paths, or
+    ``{name: path}`` when a name is given (each run named as :attr:`RunArgument.shown_name`
+    says); runs whose names only the files' tags can tell apart are read here
+    (:func:`read_runs`)."""
+    for a in args:
+        if a.name is not None and a.path != "-" and not os.path.lexists(a.path):
+            # say how the path came about: 'k=10/run.txt' may have meant a directory 'k=10'
+            raise InputError(f"file not found (the run argument {a.text!r} read as NAME=PATH)", source=a.path)
+    if all(a.name is None for a in args):
+        return [a.path for a in args]
+    names = [a.shown_name for a in args]
+    if len(set(names)) == len(names):
+        return {a.shown_name: a.path for a in args}
+    return read_runs(args)

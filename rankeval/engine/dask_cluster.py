@@ -58,9 +58,8 @@ class DaskOptions:
         memory_limit: memory limit per worker of the local cluster (``"2GB"``, ``"512MiB"``,
             bytes, or ``"auto"``; at least 512 MiB; Dask's default: the machine's memory
             divided among the workers).
-        blocksize: bytes of run text per block.
-        partitions: number of query partitions (default: two per block, at least one per
-            worker).
+        blocksize: bytes of run text per block when ``rankeval convert --to parquet`` reads
+            a run (evaluation cuts runs with its own ``block_size``).
         worker_ttl: seconds without a heartbeat after which the local cluster's scheduler
             declares a worker dead (frozen or hung) and restarts it; its tasks run again on
             the other workers (Dask's ``distributed.scheduler.worker-ttl``; Dask checks every
@@ -85,7 +84,6 @@ class DaskOptions:
     workers: int = 2
     memory_limit: str | int | None = None
     blocksize: int = 32 * 2**20
-    partitions: int | None = None
     worker_ttl: float = 60.0
     allowed_failures: int = 3
     connect_timeout: float = 10.0
@@ -102,8 +100,6 @@ class DaskOptions:
             raise UsageError(
                 f"the Dask block size must be a positive number of bytes, not {self.blocksize!r}"
             )
-        if self.partitions is not None and (not _is_int(self.partitions) or self.partitions < 1):
-            raise UsageError(f"the number of partitions must be at least 1, not {self.partitions!r}")
         for name in ("worker_ttl", "connect_timeout", "stall_timeout"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:

@@ -25,8 +25,18 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from rankeval.engine.dask_cluster import DaskOptions
+    from rankeval.io.data import Run
 
-__all__ = ["RUN_META_COLUMNS", "block_frame", "check_run_files", "read_run_frame", "to_parquet", "write_run_parquet"]
+__all__ = [
+    "RUN_META_COLUMNS",
+    "block_frame",
+    "check_run_files",
+    "is_parquet",
+    "read_parquet_run",
+    "read_run_frame",
+    "to_parquet",
+    "write_run_parquet",
+]
 
 RUN_META_COLUMNS = ("query_id", "q0", "doc_id", "score", "tag", "file", "line")
 
@@ -140,6 +150,42 @@ def write_run_parquet(frame: Any, path: str | Path) -> None:
     finally:
         with dask_cluster.interrupts_held():
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def read_parquet_run(source: str | Path, name: str | None = None) -> Run:
+    """A run in Parquet (a file, or a directory written by ``rankeval convert --to parquet``),
+    read whole with this process's threads, checked as :func:`read_run_frame` checks it, in
+    the files' row order; named *name* or by its file name."""
+    import dask
+    import pyarrow as pa
+
+    from rankeval.io.data import Run
+
+    frame = read_run_frame(source, _threads_options())
+    with dask.config.set(scheduler="threads"):
+        part = frame.compute().sort_values(["file", "line"], kind="stable")
+    table = pa.table(
+        {
+            "query_id": pa.array(part["query_id"].astype(str), pa.string()).dictionary_encode(),
+            "q0": pa.array(part["q0"].astype(str), pa.string()).dictionary_encode(),
+            "doc_id": pa.array(part["doc_id"].astype(str), pa.string()),
+            "score": pa.array(part["score"].to_numpy(dtype=np.float64), pa.float64()),
+            "tag": pa.array(part["tag"].astype(str), pa.string()).dictionary_encode(),
+        }
+    )
+    lines = part["line"].to_numpy(dtype=np.int64)
+    return Run(table, name or Path(str(source)).name, io.source_name(source), lines)
+
+
+def _threads_options() -> DaskOptions:
+    from rankeval.engine.dask_cluster import DaskOptions
+
+    return DaskOptions()
+
+
+def is_parquet(path: str) -> bool:
+    """Whether *path* names a Parquet run (a ``.parquet`` file, or a directory of them)."""
+    return _is_parquet(path)
 
 
 def _is_parquet(path: str) -> bool:

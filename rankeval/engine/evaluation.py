@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rankeval.engine.scoring import aggregate_lists, evaluate_measure, measure_plugins
-from rankeval.errors import PluginError, ResourceError, SpecError, UsageError
-from rankeval.io import forms
-from rankeval.io.data import Qrels, Run, as_qrels, as_run
+from rankeval.engine.blockwise import Shared
+from rankeval.engine.runs import as_runs, run_items
+from rankeval.engine.scoring import measure_plugins
+from rankeval.errors import InputError, PluginError, SpecError, UsageError
+from rankeval.io.blocks import DEFAULT_BLOCK_SIZE, is_text_run
+from rankeval.io.data import Qrels, as_qrels, as_run
 from rankeval.measures.base import Measure
 from rankeval.options import EvalOptions, eval_options
-from rankeval.ranking.alignment import Alignment
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -115,96 +116,6 @@ def _from_ir_measures(measure: Any, registry: Registry) -> Measure:
         ) from None
 
 
-def _frame_types() -> tuple[type, ...]:
-    """``(pandas.DataFrame,)`` if pandas is loaded (a DataFrame implies it is), else ``()``."""
-    import sys
-
-    pd = sys.modules.get("pandas")
-    return (pd.DataFrame,) if pd is not None else ()
-
-
-def as_runs(runs: Any) -> list[Run]:
-    """The runs of an API call, read and uniquely named.
-
-    *runs* is one run, a list (or other iterable) of runs, or a mapping ``{name: run}``; a
-    run is a path, a :class:`Run`, a DataFrame, ``{query_id: {doc_id: score}}`` or an
-    iterable of ir_measures ``ScoredDoc`` namedtuples (:func:`rankeval.io.data.as_run`).
-
-    * A mapping whose values are all ``{doc_id: score}`` dicts is **one run** ``{query_id:
-      {doc_id: score}}``; any other mapping is **runs by name** ``{name: run}``.
-    * An iterable whose first item is a namedtuple is one run (of ``ScoredDoc``); any other
-      is a list of runs.
-    * Names: a mapping's keys; else a path's file name and a :class:`Run`'s own name, and
-      ``run1``, ``run2``, ... (the place in the list) for the other forms; a single run that
-      is none of these is ``run``. Runs of different files with the same file name are named
-      by their tag column if that tells them apart, else by their paths; in-memory
-      :class:`Run` objects with the same name by their place in the list.
-
-    Raises:
-        UsageError: no runs, a value that is no run, or two runs with the same name.
-    """
-    items = _run_items(runs)
-    out = [as_run(value, name) for name, value in items]
-    names = [r.name for r in out]
-    for name in {n for n in names if names.count(n) > 1}:
-        group = [i for i, r in enumerate(out) if r.name == name]
-        sources = [out[i].source for i in group]
-        if None not in sources and len(set(sources)) == len(sources):
-            # same file name in different folders: name those runs by their tag column (as
-            # trec_eval prints it) when that tells them apart, else by their path
-            tags = [_single_tag(out[i]) for i in group]
-            use_tags = None not in tags and len(set(tags)) == len(tags)
-            for i, tag, source in zip(group, tags, sources, strict=True):
-                out[i] = as_run(out[i], tag if use_tags else source)
-        else:  # Run objects built in memory: by their place (the same file twice: an error below)
-            for i in group:
-                if out[i].source is None and items[i][0] is None:
-                    out[i] = as_run(out[i], f"run{i + 1}")
-    names = [r.name for r in out]
-    if len(set(names)) != len(names):
-        dup = sorted({n for n in names if names.count(n) > 1})
-        raise UsageError(f"several runs are named {', '.join(dup)}; give unique names ({{name: run}})")
-    return out
-
-
-def _run_items(runs: Any) -> list[tuple[str | None, Any]]:
-    """*runs* (as :func:`as_runs` takes them) as ``(name, run)`` pairs, not read yet; the name
-    is ``None`` where the run names itself (a path, a :class:`Run`, a single run)."""
-    if isinstance(runs, (str, Path, Run, *_frame_types())):
-        return [(None, runs)]
-    if isinstance(runs, Mapping):
-        if not runs:
-            raise UsageError(
-                f"no runs given: the mapping is empty; expected {{name: run}} or {forms.RUN_FORMS}"
-            )
-        if forms.is_one_run(runs):
-            return [(None, runs)]
-        for key, value in runs.items():
-            if isinstance(value, Mapping) and forms.is_one_run({key: value}):
-                raise UsageError(
-                    f"cannot tell one run from runs by name: {key!r} maps to {{doc_id: score}} while other "
-                    "keys map to runs; give either one run {query_id: {doc_id: score}} or {name: run} "
-                    "where every run is a path, a Run, a DataFrame, a {query_id: {doc_id: score}} dict or "
-                    "an iterable of ScoredDoc"
-                )
-        return [(str(k), v) for k, v in runs.items()]
-    if isinstance(runs, bytes) or forms.is_namedtuple(runs) or not isinstance(runs, Iterable):
-        return [(None, runs)]  # no run: as_run says what is expected
-    items = list(runs)
-    if not items:
-        raise UsageError(
-            f"no runs given; expected a run ({forms.RUN_FORMS}), a list of runs or {{name: run}}"
-        )
-    if forms.is_namedtuple(items[0]):
-        return [(None, items)]  # one run of ScoredDoc
-    return [(None if isinstance(r, (str, Path, Run)) else f"run{i}", r) for i, r in enumerate(items, 1)]
-
-
-def _single_tag(run: Run) -> str | None:
-    tags = run.table.column("tag").unique().to_pylist() if run.table.num_rows else []
-    return str(tags[0]) if len(tags) == 1 else None
-
-
 def evaluate(
     qrels: Any,
     runs: Any,
@@ -218,6 +129,8 @@ def evaluate(
     compat: str | None = None,
     docinfo: str | Path | Sequence[str | Path] | None = None,
     engine: str = "local",
+    jobs: int | None = 1,
+    block_size: int | None = None,
     dask: DaskOptions | None = None,
     registry: Registry | None = None,
 ) -> pd.DataFrame:
@@ -253,11 +166,19 @@ def evaluate(
             e.g. ``sens=1`` for CS-DCG or ``cost=120`` for TBG), for judged and unjudged items
             alike, in every query; an attribute a judgment gives on its qrels lines wins,
             then the files in the order given (:meth:`~rankeval.Qrels.with_docinfo`).
-        engine: ``"local"`` (this process) or ``"dask"``: the same evaluation partitioned by
-            query over a Dask cluster, with identical results (:mod:`rankeval.engine.distributed`);
-            run paths may then be globs of TREC files or Parquet.
-        dask: options of the Dask engine (scheduler address, local workers, memory limit,
-            block size); default :class:`~rankeval.engine.distributed.DaskOptions`.
+        engine: ``"local"`` (this machine) or ``"dask"`` (a Dask cluster). Either way a run
+            file is cut into blocks of whole queries, each evaluated on its own, and every
+            aggregate is computed from all per-query values: identical results whatever the
+            engine, the number of jobs or the block size (:mod:`rankeval.engine.blockwise`).
+        jobs: with the local engine, worker processes evaluating blocks in parallel
+            (``None``: one per core); default ``1``: this process, one block at a time,
+            which bounds the memory to about one block plus the qrels. Worker processes
+            import the calling script again: call with ``jobs`` > 1 from code under
+            ``if __name__ == "__main__":`` (the ``rankeval`` command uses all cores).
+        block_size: bytes of run text per block (default 32 MiB; the cut moves to the next
+            query).
+        dask: options of the Dask engine (scheduler address, local workers, memory limit);
+            default :class:`~rankeval.engine.distributed.DaskOptions`.
         registry: measure registry to resolve specs with (default: all installed plugins).
 
     Returns:
@@ -275,7 +196,15 @@ def evaluate(
         docinfo=docinfo,
     )
     return evaluate_results(
-        qrels, runs, measures, options=opts, engine=engine, dask=dask, registry=registry
+        qrels,
+        runs,
+        measures,
+        options=opts,
+        engine=engine,
+        jobs=jobs,
+        block_size=block_size,
+        dask=dask,
+        registry=registry,
     ).to_frame()
 
 
@@ -376,6 +305,8 @@ def evaluate_results(
     compat: str | None = None,
     docinfo: str | Path | Sequence[str | Path] | None = None,
     engine: str = "local",
+    jobs: int | None = 1,
+    block_size: int | None = None,
     dask: DaskOptions | None = None,
     registry: Registry | None = None,
 ) -> Results:
@@ -408,10 +339,8 @@ def evaluate_results(
         integer_measures={str(m) for m in measure_list if m.integer},
         whole_measures={str(m) for m in measure_list if m.whole and not m.integer},
     )
-    if engine == "dask":
-        _evaluate_dask(out, qrels_obj, runs, measure_list, computed, opts, dask)
-    else:
-        _evaluate_local(out, qrels_obj, runs, measure_list, computed, opts, registry)
+    shared = Shared(qrels_obj, tuple(computed), opts, tuple(measure_plugins(computed, registry)))
+    _evaluate_blocks(out, qrels_obj, runs, measure_list, shared, engine, jobs, block_size, dask)
     if mode is not None and mode[1].names is not None and registry is not None:  # CLEF's names
         from rankeval.measures.plugins import measure_names
 
@@ -419,91 +348,95 @@ def evaluate_results(
     return out
 
 
-def _evaluate_local(
+def _evaluate_blocks(
     out: Results,
     qrels: Qrels,
     runs: Any,
     measures: list[Measure],
-    computed: list[Measure],
-    options: EvalOptions,
-    registry: Registry | None,
-) -> None:
-    """Evaluate each run in this process into *out* (*computed*: *measures* as the compat
-    mode computes them; *options*: duplicate rule resolved, docinfo applied)."""
-    plugins = measure_plugins(computed, registry)
-    for run in as_runs(runs):
-        try:
-            alignment = Alignment(
-                qrels,
-                run,
-                nest_sep=options.nest_sep,
-                max_docs=options.max_docs,
-                on_duplicate=options.duplicate_rule,
-            )
-            for measure, as_computed, plugin in zip(measures, computed, plugins, strict=True):
-                view, query_ids, values, index = evaluate_measure(
-                    alignment, as_computed, options.missing_zero, plugin=plugin
-                )
-                aggregate = aggregate_lists(as_computed, view, values, index, plugin)
-                out.add(run.name, str(measure), query_ids, values, aggregate)
-        except MemoryError:
-            raise ResourceError(
-                f"out of memory while evaluating run {run.name} ({len(run):,} lines against "
-                f"{len(qrels):,} judgments): try --engine dask (partitions by query) or a "
-                "machine with more memory"
-            ) from None
-
-
-def _evaluate_dask(
-    out: Results,
-    qrels: Qrels,
-    runs: Any,
-    measures: list[Measure],
-    computed: list[Measure],
-    options: EvalOptions,
+    shared: Shared,
+    engine: str,
+    jobs: int | None,
+    block_size: int | None,
     dask: DaskOptions | None,
 ) -> None:
-    """Evaluate each run on the Dask engine (:mod:`rankeval.engine.distributed`) into *out*."""
-    from rankeval.engine.distributed import DaskOptions, evaluate_partitioned
+    """Evaluate the runs with the block engine (:mod:`rankeval.engine.blockwise`) into *out*:
+    in this process (``jobs=1``, or a small input), in a pool of ``jobs`` worker processes
+    (default: one per core), or on Dask."""
+    from rankeval.engine import blockwise
 
-    per_run = evaluate_partitioned(qrels, _dask_runs(runs), computed, dask or DaskOptions(), options)
+    size = DEFAULT_BLOCK_SIZE if block_size is None else block_size
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise UsageError(f"the block size must be a positive number of bytes, not {block_size!r}")
+    items = _block_runs(runs)
+    if engine == "dask":
+        from rankeval.engine.distributed import DaskOptions, dask_scheduler
+
+        with dask_scheduler(shared, dask or DaskOptions(), [m for m in shared.measures]) as scheduler:
+            per_run = blockwise.evaluate_blocks(items, scheduler, shared, size)
+    else:
+        from rankeval.engine.local_pool import local_scheduler
+
+        with local_scheduler(shared, jobs, _text_bytes(items), size) as scheduler:
+            per_run = blockwise.evaluate_blocks(items, scheduler, shared, size)
     for run in per_run:
         for measure, v in zip(measures, run.measures, strict=True):
             out.add(run.name, str(measure), v.query_ids, v.values, v.aggregate)
 
 
-def _dask_runs(runs: Any) -> list[tuple[str | Path, Run | None]]:
-    """Runs for the Dask engine, in the forms and with the names of :func:`as_runs`: files (and
-    globs) of TREC text or Parquet are read by Dask, which names them by their file name;
-    anything else (JSON, a file named otherwise in ``{name: path}``, DataFrames, dicts, Run
-    objects) is read here first."""
-    from rankeval.io import htbg_json
+def _block_runs(runs: Any) -> list[tuple[str | None, Any]]:
+    """The runs as the block engine takes them: ``(name or None, path)`` for a file of TREC
+    text (cut into blocks), else ``(name or None, Run)`` read here (stdin, JSON, Parquet,
+    DataFrames, dicts, :class:`Run` objects)."""
+    import glob
 
-    out: list[tuple[str | Path, Run | None]] = []
-    for i, (name, item) in enumerate(_run_items(runs), 1):
-        by_dask = isinstance(item, (str, Path)) and str(item) != "-" and not htbg_json.is_json(item)
-        if by_dask and name in (None, Path(str(item)).name):
-            out.append((item, None))
-            continue
-        if by_dask and any(c in str(item) for c in "*?["):
-            raise UsageError(
-                f"run {name!r}: the Dask engine names the runs of a glob by its file name "
-                f"({Path(str(item)).name}); give the glob without a name"
-            )
-        run = as_run(item, name)
-        if name is None and run.source is None and run.name in _dask_names(out):
-            run = as_run(run, f"run{i}")  # an in-memory Run named like another: by its place
-        out.append((run.name, run))
-    names = _dask_names(out)
-    if len(set(names)) != len(names):
-        dup = sorted({n for n in names if names.count(n) > 1})
-        raise UsageError(f"several runs are named {', '.join(dup)}; give unique names ({{name: run}})")
+    from rankeval.engine.dask_io import check_run_files, is_parquet, read_parquet_run
+
+    out: list[tuple[str | None, Any]] = []
+    for name, item in run_items(runs):
+        if isinstance(item, (str, Path)) and is_text_run(item):
+            out.append((name, str(item)))
+        elif isinstance(item, (str, Path)) and is_parquet(str(item)):
+            out.append((name, read_parquet_run(item, name)))
+        elif isinstance(item, (str, Path)) and Path(item).is_dir():
+            check_run_files(item)  # says what a directory may hold
+        elif isinstance(item, (str, Path)) and _is_glob(str(item)):
+            files = sorted(glob.glob(str(item)))
+            if not files:
+                raise InputError("no file matches this pattern", source=str(item))
+            for path in files:
+                if not is_text_run(path):
+                    raise InputError(
+                        "matches a file that is not run text (a directory, Parquet or JSON); "
+                        "a pattern names the TREC text files of one run",
+                        source=path,
+                    )
+            out.append((name, str(item)))
+        else:
+            out.append((name, as_run(item, name)))
     return out
 
 
-def _dask_names(runs: list[tuple[str | Path, Run | None]]) -> list[str]:
-    """The names of :func:`_dask_runs`' runs: a file read by Dask is named by its file name."""
-    return [Path(str(s)).name if r is None else str(s) for s, r in runs]
+def _is_glob(text: str) -> bool:
+    """Whether *text* is a file pattern (a path that does not exist, with ``*?[``)."""
+    import os
+
+    return any(c in text for c in "*?[") and not os.path.lexists(text)
+
+
+def _text_bytes(items: list[tuple[str | None, Any]]) -> int:
+    """About how many bytes of text the run files among *items* hold (to choose a
+    scheduler): their size on disk, a compressed file's counted five times."""
+    import glob
+    import os
+
+    from rankeval.io.trec import is_compressed
+
+    total = 0
+    for _, item in items:
+        if isinstance(item, str):
+            for path in [item] if os.path.lexists(item) else glob.glob(item):
+                total += os.path.getsize(path) * (5 if is_compressed(path) else 1)
+    return total
 
 
 def _with_compat(

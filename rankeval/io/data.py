@@ -88,6 +88,18 @@ class Qrels:
             out = out._with_side_file(source)
         return out
 
+    def select(self, rows: np.ndarray) -> Qrels:
+        """These judgments restricted to table rows where *rows* (a boolean mask) is true,
+        in file order, with their side files and the origins of their attribute values
+        (what one block of a run is evaluated against)."""
+        import pyarrow as pa
+
+        out = Qrels(self.table.filter(pa.array(rows)), self.source, self.docinfo)
+        out._origins = {
+            key: [(name, lines[rows]) for name, lines in origins] for key, origins in self._origins.items()
+        }
+        return out
+
     def _with_side_file(self, source: str | Path) -> Qrels:
         """:meth:`with_docinfo` of one side file."""
         info = io.read_docinfo_table(source)

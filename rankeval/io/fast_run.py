@@ -10,7 +10,7 @@ May import: pyarrow, numpy, ``inputs``, ``lines``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rankeval.io import inputs
 from rankeval.io.lines import MAX_LINE
@@ -18,7 +18,7 @@ from rankeval.io.lines import MAX_LINE
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["RUN_COLUMNS", "dictionary_encode", "read_run_fast"]
+__all__ = ["RUN_COLUMNS", "dictionary_encode", "parse_run_fast", "read_run_fast"]
 
 _BOM = b"\xef\xbb\xbf"
 RUN_COLUMNS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
@@ -71,7 +71,30 @@ def read_run_fast(source: str | Path) -> pa.Table | None:
     delim = _fast_sample_ok(inputs.read_head(source, 1 << 16))
     if delim is None:
         return None
-    table = _read_run_csv(source, delim)
+    with inputs.open_input(source) as opened:
+        if opened.compression is None:
+            # pyarrow's own file reader: faster than a Python stream (no compression
+            # guessed from the file name either)
+            with pa.OSFile(str(source)) as stream:
+                return _clean_table(_read_run_csv(stream, delim, True))
+        return _clean_table(_read_run_csv(opened.stream, delim, True))
+
+
+def parse_run_fast(data: bytes, threads: bool = True) -> pa.Table | None:
+    """:func:`read_run_fast` of run text in memory (a block of a run file; *threads*:
+    pyarrow's parsing threads); ``None`` if it is not clean."""
+    import pyarrow as pa
+
+    delim = _fast_sample_ok(data[: 1 << 16])
+    if delim is None:
+        return None
+    return _clean_table(_read_run_csv(pa.BufferReader(data), delim, threads))
+
+
+def _clean_table(table: pa.Table | None) -> pa.Table | None:
+    """The run table of pyarrow's parse *table*, or ``None`` if it is not clean."""
+    import pyarrow as pa
+
     if table is None:
         return None
     columns = {name: table.column(name) for name in table.column_names}
@@ -82,14 +105,16 @@ def read_run_fast(source: str | Path) -> pa.Table | None:
     return pa.table(out)
 
 
-def _read_run_csv(source: str | Path, delim: bytes) -> pa.Table | None:
-    """The run's table as pyarrow's CSV reader parses it (fields split by *delim*);
-    ``None`` if it refuses the file."""
+def _read_run_csv(stream: Any, delim: bytes, threads: bool) -> pa.Table | None:
+    """The run's table as pyarrow's CSV reader parses *stream* (fields split by *delim*);
+    ``None`` if it refuses the text."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
     options = {
-        "read_options": pcsv.ReadOptions(column_names=list(RUN_COLUMNS), block_size=1 << 24),
+        "read_options": pcsv.ReadOptions(
+            column_names=list(RUN_COLUMNS), block_size=1 << 24, use_threads=threads
+        ),
         "parse_options": pcsv.ParseOptions(
             delimiter=delim.decode(), quote_char=False, ignore_empty_lines=False
         ),
@@ -112,13 +137,7 @@ def _read_run_csv(source: str | Path, delim: bytes) -> pa.Table | None:
         ),
     }
     try:
-        with inputs.open_input(source) as opened:
-            if opened.compression is None:
-                # pyarrow's own file reader: faster than a Python stream (no compression
-                # guessed from the file name either)
-                with pa.OSFile(str(source)) as stream:
-                    return pcsv.read_csv(stream, **options)
-            return pcsv.read_csv(opened.stream, **options)
+        return pcsv.read_csv(stream, **options)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None  # anything unusual: the general path reads it or explains the error
 
