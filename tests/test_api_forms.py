@@ -277,16 +277,16 @@ def test_the_dask_engine_takes_the_same_forms(files, scheduler) -> None:
     check(listed, "run2", RUN_B)
 
 
-def test_the_dask_engine_reads_files_named_by_their_file_name_itself(files) -> None:
-    from rankeval.engine.evaluation import _dask_runs
+def test_the_block_engine_cuts_files_and_reads_other_forms_whole(files) -> None:
+    from rankeval.engine.evaluation import _block_runs
 
     _, a, b = files
-    out = _dask_runs({"a.run": a, "other": b, "d": run_dict(RUN_B)})
-    assert out[0] == (a, None)  # read by Dask
-    assert [name for name, _ in out[1:]] == ["other", "d"]  # read here, named as given
-    assert all(isinstance(run, rankeval.Run) for _, run in out[1:])
-    with pytest.raises(UsageError, match="names the runs of a glob by its file name"):
-        _dask_runs({"mine": str(a.parent / "*.run")})
+    out = _block_runs({"a.run": a, "other": b, "d": run_dict(RUN_B)})
+    assert out[0] == ("a.run", str(a))  # a file: cut into blocks
+    assert out[1] == ("other", str(b))
+    assert out[2][0] == "d" and isinstance(out[2][1], rankeval.Run)  # read here, named as given
+    frame = rankeval.evaluate(files[0], {"x": a, "y": run_dict(RUN_B)}, "AP")
+    assert list(dict.fromkeys(frame["run"])) == ["x", "y"]
 
 
 # ------------------------------------------------------------------------ clear errors

@@ -556,19 +556,15 @@ def test_bad_run_names(tmp_path, tiny, monkeypatch, runs, message) -> None:
         assert result.output == f"rankeval: error: {message}\n"
 
 
-def test_named_results_of_the_dask_engine() -> None:
-    """Runs the Dask engine reads itself are named by file name; NAME=PATH renames them."""
-    import numpy as np
+def test_run_sources_name_runs_as_given() -> None:
+    """The engine reads files itself: NAME=PATH becomes {name: path}, other runs keep their
+    file names."""
+    from rankeval.cli.common import run_arguments, run_sources
+    from rankeval.errors import InputError
 
-    from rankeval.cli.common import named_results, run_arguments
-    from rankeval.engine.evaluation import Results
-
-    results = Results()
-    results.add("bm25.run", "AP", np.array(["1"]), np.array([0.5]), 0.5)
-    results.add("t5.run", "AP", np.array(["1"]), np.array([0.25]), 0.25)
-    renamed = named_results(results, run_arguments(["BM25=runs/bm25.run", "runs/t5.run"]))
-    assert [b.run for b in renamed.blocks] == ["BM25", "t5.run"]
-    assert [b.aggregate for b in renamed.blocks] == [0.5, 0.25]
+    assert run_sources(run_arguments(["runs/bm25.run", "runs/t5.run"])) == ["runs/bm25.run", "runs/t5.run"]
+    with pytest.raises(InputError, match="read as NAME=PATH"):
+        run_sources(run_arguments(["BM25=runs/bm25.run", "runs/t5.run"]))
 
 
 # --------------------------------------------------------------------- aligned columns

@@ -90,12 +90,19 @@ def test_classic_measures_trec_eval_test_run(scheduler):
 
 def test_classic_measures_compressed_dl_hard_runs_and_options(scheduler):
     runs = [DATA / "dl-hard" / "bm25.run.gz", DATA / "dl-hard" / "bm25-rm3.run.gz"]
-    same(DATA / "dl-hard" / "dl_hard-passage.qrels", runs, ["AP(rel=2)", "nDCG@10", "P(rel=2)@10"], scheduler)
+    same(
+        DATA / "dl-hard" / "dl_hard-passage.qrels",
+        runs,
+        ["AP(rel=2)", "nDCG@10", "P(rel=2)@10"],
+        scheduler,
+        block_sizes=(None, 400_000),
+    )
     same(
         DATA / "dl-hard" / "dl_hard-passage.qrels",
         runs[0],
         ["AP", "NumRet"],
         scheduler,
+        block_sizes=(None, 400_000),
         missing_zero=False,
         max_docs=100,
     )
@@ -304,7 +311,7 @@ def test_tar_measures(scheduler, tmp_path, compat):
     qrels = tmp_path / "abs.qrels"
     qrels.write_bytes(gzip.decompress((DATA / "clef-tar" / "full.test.dta.abs.2019.qrels.gz").read_bytes()))
     run = DATA / "clef-tar" / "DTA_sheffield-baseline.gz"
-    same(qrels, run, TAR, scheduler, compat=compat, on_duplicate="first")
+    same(qrels, run, TAR, scheduler, block_sizes=(None, 400_000), compat=compat, on_duplicate="first")
 
 
 # ------------------------------------------------------------------------------ errors
