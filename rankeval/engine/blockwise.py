@@ -404,7 +404,7 @@ def _names(states: list[_RunState]) -> list[str]:
     with the same name told apart by their tags, else by their paths."""
     from rankeval.engine.runs import unique_names
 
-    entries = []
+    entries: list[tuple[str, bool, str | None, str | None]] = []
     for state in states:
         tags = {t for v in state.values for t in v.tags}
         tag = next(iter(tags)) if len(tags) == 1 else None
