@@ -36,6 +36,10 @@ __all__ = ["DEFAULT_BLOCK_SIZE", "RunBlock", "is_text_run", "read_block", "split
 DEFAULT_BLOCK_SIZE = 32 * 2**20
 """Bytes of run text per block (before the cut moves to the next query)."""
 
+LONGEST_QUERY = 256 * 2**20
+"""Bytes of one query's lines after which a block is cut even inside the query (the run is
+then evaluated as an unsorted one): a bound on a block's memory for any input."""
+
 _CHUNK = 4 * 2**20
 _BOM = b"\xef\xbb\xbf"
 
@@ -95,8 +99,8 @@ def split_run(path: str | Path, block_size: int = DEFAULT_BLOCK_SIZE, keep_data:
 
     A cut is moved to the first line, at or after ``block_size`` bytes into the block, whose
     query id differs from the previous content line's (blank and comment lines do not
-    count); if none comes within another ``block_size`` bytes, the block is cut at a line
-    end anyway (the engine then sees the query in two blocks, as for an unsorted run).
+    count); if none comes within another ``block_size`` bytes (and :data:`LONGEST_QUERY`),
+    the block is cut at a line end anyway (the engine then sees the query in two blocks, as for an unsorted run).
 
     Raises:
         InputError: the file cannot be read, or its compressed data is corrupt.
@@ -204,8 +208,8 @@ def _query(line: bytes) -> bytes | None:
 def _cut(buf: bytes, at: int) -> int | None:
     """Where to end a block of *buf* that should be *at* bytes long: the start of the first
     line at or after *at* whose query differs from the content line before it; ``None`` if
-    *buf* ends before that is known (read more). Gives up *at* bytes further on, at a line
-    start (see :func:`split_run`)."""
+    *buf* ends before that is known (read more). Gives up ``max(at, LONGEST_QUERY)`` bytes
+    further on, at a line start (see :func:`split_run`)."""
     start = buf.rfind(b"\n", 0, at) + 1  # the line holding byte at - 1 (or the first line)
     previous: bytes | None = None
     pos = start
@@ -219,8 +223,8 @@ def _cut(buf: bytes, at: int) -> int | None:
                 return pos
             previous = query
         pos = end + 1
-        if pos >= 2 * at and pos > start:
-            return pos  # no change of query within another block's worth: cut anyway
+        if pos >= at + max(at, LONGEST_QUERY) and pos > start:
+            return pos  # no change of query for that long: cut anyway
 
 
 def read_block(block: RunBlock, threads: bool = True) -> tuple[pa.Table, np.ndarray]:
