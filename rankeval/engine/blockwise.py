@@ -268,9 +268,7 @@ def evaluate_blocks(
     """Evaluate *runs* (``(name or None, path or Run)``; a path is a TREC file to cut into
     blocks) with *scheduler*: per run, its name and its values of each measure of *shared*
     (:func:`rankeval.engine.runs.unique_names` names the runs given without a name)."""
-    states = [
-        _RunState(name, item, not isinstance(item, Run), _files(item), [], []) for name, item in runs
-    ]
+    states = [_RunState(name, item, not isinstance(item, Run), _files(item), [], []) for name, item in runs]
     order: list[int] = []
 
     def first_round() -> Iterator[Task]:

@@ -36,7 +36,9 @@ def default_jobs() -> int:
 
 
 @contextlib.contextmanager
-def local_scheduler(shared: Shared, jobs: int | None, text_bytes: int, block_size: int) -> Iterator[Scheduler]:
+def local_scheduler(
+    shared: Shared, jobs: int | None, text_bytes: int, block_size: int
+) -> Iterator[Scheduler]:
     """The scheduler for *jobs* (default: :func:`default_jobs`): a pool if more than one job
     is asked for and the run files hold more than one block, else this process."""
     if jobs is not None and (not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1):

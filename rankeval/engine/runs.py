@@ -48,7 +48,8 @@ def as_runs(runs: Any) -> list[Run]:
     items = run_items(runs)
     out = [as_run(value, name) for name, value in items]
     entries = [
-        (r.name, given is not None, r.source, _single_tag(r)) for (given, _), r in zip(items, out, strict=True)
+        (r.name, given is not None, r.source, _single_tag(r))
+        for (given, _), r in zip(items, out, strict=True)
     ]
     names = unique_names(entries)
     return [r if r.name == n else as_run(r, n) for r, n in zip(out, names, strict=True)]
@@ -119,5 +120,3 @@ def run_items(runs: Any) -> list[tuple[str | None, Any]]:
 def _single_tag(run: Run) -> str | None:
     tags = run.table.column("tag").unique().to_pylist() if run.table.num_rows else []
     return str(tags[0]) if len(tags) == 1 else None
-
-

@@ -91,7 +91,9 @@ def is_text_run(source: str | Path) -> bool:
     return not htbg_json.is_json(source)
 
 
-def split_run(path: str | Path, block_size: int = DEFAULT_BLOCK_SIZE, keep_data: bool = True) -> Iterator[RunBlock]:
+def split_run(
+    path: str | Path, block_size: int = DEFAULT_BLOCK_SIZE, keep_data: bool = True
+) -> Iterator[RunBlock]:
     """The query-aligned blocks of run file *path*, front to back, read as a stream. A plain
     file is only scanned (its lines counted, its cuts found; a block's bytes are read where
     it is evaluated, :meth:`RunBlock.bytes`); a compressed file's blocks carry their bytes

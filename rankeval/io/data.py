@@ -234,23 +234,7 @@ class Qrels:
         if str(source).endswith(".parquet") and kind in ("file", "directory"):  # `convert --to parquet`
             return cls(io.read_parquet_qrels(source), name)
         if htbg_json.is_json(source):
-            import pyarrow as pa
-
-            with inputs.reading(source, "qrels"):
-                rows = htbg_json.read_truth(source)
-                table = pa.table(
-                    {
-                        "query_id": pa.array([r[0] for r in rows], pa.string()),
-                        "iteration": pa.array([r[1] for r in rows], pa.string()),
-                        "doc_id": pa.array([r[2] for r in rows], pa.string()),
-                        "relevance": pa.array([r[3] for r in rows], pa.float64()),
-                        "line": pa.array([0] * len(rows), pa.int64()),
-                        "cost": pa.array([r[4] for r in rows], pa.string()),
-                    }
-                )
-                if any(r[5] is not None for r in rows):
-                    table = table.append_column("exclude", pa.array([r[5] for r in rows], pa.string()))
-            return cls(table, name)
+            return cls(htbg_json.read_truth_table(source), name)
         return cls(io.read_qrels_table(source), name)
 
     @classmethod
@@ -404,12 +388,7 @@ class Run:
         if name is None:
             name = "stdin" if str(source) == "-" else Path(source).name
         if htbg_json.is_json(source):
-            import pandas as pd
-
-            with inputs.reading(source, "run"):
-                rows = htbg_json.read_prediction(source)
-                frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
-                run = cls.from_frame(frame, name)
+            run = cls(htbg_json.read_prediction_table(source, tag=name), name)
             run.source, run.tie_break = io.source_name(source), "qrels"
             return run
         table, lines = io.read_run_table(source)

@@ -131,6 +131,10 @@ def _attributes(lines: Lines, first: int, where: str, reserved: set[str]) -> dic
     n_fields = pc.list_value_length(lines.tokens).to_numpy()
     if not (n_fields > first).any():
         return columns
+    if n_fields.max() == first + 1:
+        simple = _one_attribute_per_line(lines, n_fields, first, reserved)
+        if simple is not None:
+            return simple
     extra = pc.list_slice(lines.tokens, first)
     parent = pc.list_parent_indices(extra).to_numpy()
     flat = pc.list_flatten(extra)
@@ -175,6 +179,48 @@ def _attributes(lines: Lines, first: int, where: str, reserved: set[str]) -> dic
         index = np.full(len(lines.line), -1, dtype=np.int64)
         index[rows] = np.arange(len(rows))
         columns[key] = values.filter(pa.array(mask)).take(pa.array(index, mask=index < 0))
+    return columns
+
+
+def _one_attribute_per_line(
+    lines: Lines, n_fields: np.ndarray, first: int, reserved: set[str]
+) -> dict[str, pa.Array] | None:
+    """:func:`_attributes` of lines that give at most one attribute each (field *first*),
+    all of whose names have the same length (``cost=`` on every line, say): cut at that
+    byte instead of split; ``None`` for anything else (other lines, a field that is not
+    ``key=value``, a reserved or a hundredth name), which the general path reads or
+    explains."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    tokens = lines.tokens
+    offsets = np.frombuffer(tokens.buffers()[1], np.int32)[tokens.offset : tokens.offset + len(tokens) + 1]
+    rows = np.flatnonzero(n_fields == first + 1)
+    field = pc.cast(tokens.values.take(pa.array(offsets[rows] + first)), pa.binary())
+    pos = pc.find_substring(field, b"=").to_numpy()
+    if pos[0] <= 0 or not (pos == pos[0]).all():
+        return None
+    keys = pc.binary_slice(field, 0, int(pos[0]))
+    names = pc.unique(keys)
+    if len(names) > min(MAX_ATTRIBUTES, 8):
+        return None
+    try:
+        values = pc.cast(pc.binary_slice(field, int(pos[0]) + 1, 2**31 - 1), pa.string())
+        names = pc.cast(names, pa.string())
+    except pa.ArrowInvalid:  # pragma: no cover - the text was UTF-8, cut at an ASCII byte
+        return None
+    del field
+    columns: dict[str, pa.Array] = {}
+    for key in names.to_pylist():
+        if key in reserved:
+            return None
+        mask = pc.equal(keys, pa.scalar(key.encode(), pa.binary())) if len(names) > 1 else None
+        index = np.full(len(lines.line), -1, dtype=np.int64)
+        on = rows if mask is None else rows[mask.to_numpy(zero_copy_only=False)]
+        index[on] = np.arange(len(on))
+        own = values if mask is None else values.filter(mask)
+        columns[key] = own.take(pa.array(index, mask=index < 0))
     return columns
 
 
@@ -307,23 +353,38 @@ def parse_qrels(data: bytes, name: str, first_line: int = 1) -> pa.Table:
 
 def _repeated_judgment(columns: dict[str, pa.Array] | pa.Table) -> tuple[int, int] | None:
     """Rows ``(first, later)`` of the first ``(query_id, iteration, doc_id)`` that a later
-    row repeats (the later row being the earliest such), or ``None``. Hashing in pyarrow and
-    one sort: O(total bytes + rows log rows)."""
+    row repeats (the later row being the earliest such), or ``None``. Hashing in pyarrow, then
+    a count over the pair codes (a sort when they span too wide a range): O(total bytes +
+    rows), or O(rows log rows)."""
     import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
     codes = []
-    for key in ("query_id", "iteration", "doc_id"):
-        encoded = dictionary_encode(columns[key])
+    for name in ("query_id", "iteration", "doc_id"):
+        encoded = dictionary_encode(columns[name])
         codes.append((np.asarray(encoded.indices, dtype=np.int64), max(len(encoded.dictionary), 1)))
-    (q, _), (i, ni), (d, nd) = codes
+    (q, nq), (i, ni), (d, nd) = codes
     if len(q) < 2:
         return None
-    qi = np.unique(q * ni + i, return_inverse=True)[1].ravel()  # < rows: no overflow below
+    qi = q * ni + i  # < nq * ni <= rows * rows: no overflow
+    if nq > 1 and ni > 1:  # codes of the (query, iteration) pairs, < rows
+        qi = np.asarray(pc.dictionary_encode(pa.array(qi)).indices, dtype=np.int64)
     key = qi * nd + d
+    span = (int(qi.max()) + 1) * nd
+    if span <= 4 * len(key) + 1024:  # dense: a flag per possible key
+        seen = np.zeros(span, dtype=bool)
+        seen[key] = True
+        if np.count_nonzero(seen) == len(key):
+            return None
+        del seen
+    else:
+        ordered = np.sort(key)
+        if not (ordered[1:] == ordered[:-1]).any():
+            return None
+    # a judgment repeated (the error path): find the earliest repeating row
     order = np.argsort(key, kind="stable")
     same = key[order][1:] == key[order][:-1]
-    if not same.any():
-        return None
     later = int(order[1:][same].min())
     first = int(np.flatnonzero(key == key[later])[0])
     return first, later

@@ -51,11 +51,13 @@ def _doc_key(doc: pa.Array | pa.ChunkedArray) -> np.ndarray:
     n = len(doc)
     if n == 0:
         return np.zeros(0, np.uint64)
-    try:  # digit ids (MS MARCO style): the number is the key; '07' and '7' collide and
-        # collisions are verified on the strings by the caller
-        return to_numpy(pc.cast(doc, pa.uint64()))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        pass
+    first = doc[0].as_py()
+    if isinstance(first, str) and first.isascii() and first.isdigit():
+        try:  # digit ids (MS MARCO style): the number is the key; '07' and '7' collide and
+            # collisions are verified on the strings by the caller
+            return to_numpy(pc.cast(doc, pa.uint64()))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass  # (the first id tells: a failed cast of a whole run takes as long as a hash)
     chunks = doc.chunks if isinstance(doc, pa.ChunkedArray) else [doc]
     keys, long_rows, long_ids, base = [], [], [], 0
     for chunk in chunks:

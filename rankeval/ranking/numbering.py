@@ -101,10 +101,11 @@ def number(qrels: Qrels, run: Run, sep: str | None, force_nested: bool = False) 
         force_nested or _contains(q_doc, sep) or _contains(r_doc, sep)  # type: ignore[arg-type]
     )
     uq, qq, r_q = _query_codes(q_qid, run.table.column("query_id"))
-    ud = pc.unique(pa.concat_arrays([q_doc, *_chunks(r_doc)])) if nested else pc.unique(q_doc)
+    ud, q_d, r_d = _doc_codes(q_doc, r_doc, nested)
     nd = max(len(ud), 1)
-    qkey = qq * nd + to_numpy(pc.index_in(q_doc, value_set=ud))
-    index, qrels_item, run_item = _item_index(qkey, r_q, r_doc, ud, nested, len(uq) * nd)
+    qkey = qq * nd + q_d
+    del q_d
+    index, qrels_item, run_item = _item_index(qkey, r_q, r_d, nd, nested, len(uq) * nd)
     del qkey
     u_query, u_doc = index.keys // nd, index.keys % nd
     num_items = len(index.keys)
@@ -154,20 +155,39 @@ def _query_codes(q_qid: pa.Array, run_qid: pa.ChunkedArray) -> tuple[pa.Array, n
     return uq, qq, r_codes[to_numpy(rq.indices)]
 
 
-def _item_index(
-    qkey: np.ndarray, r_q: np.ndarray, r_doc: Any, ud: pa.Array, nested: bool, span: int
-) -> tuple[_KeyIndex, np.ndarray, np.ndarray]:
-    """The items' key index (keys ``query * nd + doc``) and the item code of each qrels row
-    (keys *qkey*) and of each run row."""
+def _doc_codes(q_doc: pa.Array, r_doc: Any, nested: bool) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """The distinct doc ids (in order of first appearance: the qrels', then, in a nested
+    collection, the run's), the doc code (int64) of each qrels row and of each run row (-1:
+    a doc the qrels do not judge, in a flat collection). One hash table over both sides (over
+    one, when the run's doc ids are the qrels', in the same order: a converted collection)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    nd = max(len(ud), 1)
-    r_d = to_numpy(pc.fill_null(pc.index_in(r_doc, value_set=ud), -1)).astype(np.int64)
+    if nested:
+        r_chunks = _chunks(r_doc)
+        if sum(map(len, r_chunks)) == len(q_doc) and pa.chunked_array(r_chunks, pa.string()).equals(
+            pa.chunked_array([q_doc])
+        ):  # the run lists the judged items, in their order
+            encoded = pc.dictionary_encode(q_doc, null_encoding="encode")  # as below: same codes
+            codes = to_numpy(encoded.indices).astype(np.int64)
+            return encoded.dictionary, codes, codes.copy()
+        encoded = pc.dictionary_encode(pa.concat_arrays([q_doc, *r_chunks]), null_encoding="encode")
+        codes = to_numpy(encoded.indices).astype(np.int64)
+        return encoded.dictionary, codes[: len(q_doc)], codes[len(q_doc) :]
+    encoded = pc.dictionary_encode(q_doc, null_encoding="encode")  # a null id: a value, as in pc.unique
+    r_d = to_numpy(pc.fill_null(pc.index_in(r_doc, value_set=encoded.dictionary), -1)).astype(np.int64)
+    return encoded.dictionary, to_numpy(encoded.indices).astype(np.int64), r_d
+
+
+def _item_index(
+    qkey: np.ndarray, r_q: np.ndarray, r_d: np.ndarray, nd: int, nested: bool, span: int
+) -> tuple[_KeyIndex, np.ndarray, np.ndarray]:
+    """The items' key index (keys ``query * nd + doc``) and the item code of each qrels row
+    (keys *qkey*) and of each run row (query codes *r_q*, doc codes *r_d*)."""
     rkey = r_q.astype(np.int64)  # in place from here: these arrays are run-sized
     rkey *= nd
     rkey += r_d
     rkey[r_d < 0] = -1
-    del r_d
     index = _KeyIndex(np.concatenate([qkey, rkey[rkey >= 0]]) if nested else qkey, span)
     return index, index.find(qkey), index.find(rkey)
 
@@ -192,14 +212,21 @@ def _item_parents(
 ) -> np.ndarray:
     """The parent item of each item (-1: none): the item of the same query whose doc id is
     the item's doc id before the last separator."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     parts = pc.split_pattern(ud, sep, max_splits=1, reverse=True)
-    has_sep = to_numpy(pc.greater(pc.list_value_length(parts), 1))
-    d_parent = to_numpy(pc.fill_null(pc.index_in(pc.list_element(parts, 0), value_set=ud), -1)).astype(
-        np.int64
-    )
-    d_parent[~has_sep] = -1
+    has_sep = to_numpy(pc.fill_null(pc.greater(pc.list_value_length(parts), 1), False))
+    d_parent = np.full(len(ud), -1, dtype=np.int64)
+    if has_sep.any():
+        # the distinct parent ids (few) looked up among the doc ids: a small hash table
+        parents = pc.dictionary_encode(pc.list_element(parts.filter(pa.array(has_sep)), 0))
+        found = to_numpy(pc.fill_null(pc.index_in(ud, value_set=parents.dictionary), -1)).astype(np.int64)
+        at = np.full(len(parents.dictionary), -1, dtype=np.int64)
+        hit = np.flatnonzero(found >= 0)
+        at[found[hit]] = hit
+        d_parent[has_sep] = at[to_numpy(parents.indices)]
+    del parts
     p_doc = d_parent[u_doc]
     p_key = np.where(p_doc >= 0, u_query * nd + p_doc, -1)
     return index.find(p_key)
