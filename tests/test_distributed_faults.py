@@ -195,7 +195,7 @@ def test_keyboard_interrupt_mid_run_closes_the_cluster_quietly(workers, monkeypa
     interrupted = []
 
     def compute(tasks: list[Any]) -> list[Any]:
-        if not str(tasks[0].key).startswith("_evaluate_part"):
+        if not str(tasks[0].key).startswith("_run"):
             return real(tasks)
         from distributed import get_client
 
@@ -221,7 +221,7 @@ from rankeval.engine.distributed import DaskOptions
 real = dc.compute
 
 def compute(tasks):
-    if not str(tasks[0].key).startswith("_evaluate_part"):
+    if not str(tasks[0].key).startswith("_run"):
         return real(tasks)
     from distributed import get_client
     futures = get_client().compute(tasks)
@@ -422,7 +422,7 @@ def test_missing_run_file_names_the_path(tmp_path):
 def test_parquet_and_text_mixed(tmp_path):
     (tmp_path / "a.txt").write_text("1 Q0 d 1 1.0 t\n")
     pd.DataFrame({"query_id": ["1"], "doc_id": ["d"], "score": [1.0]}).to_parquet(tmp_path / "b.parquet")
-    with pytest.raises(InputError, match="both Parquet and text"):
+    with pytest.raises(InputError, match="not run text .*a pattern names the TREC text files"):
         _dask(str(tmp_path / "*"))
 
 

@@ -4,8 +4,9 @@ Dask cluster.
 There is no shuffle: a run file is cut into query-aligned blocks on the client
 (:func:`rankeval.io.blocks.split_run`, a scan of a few lines at each cut), and each block
 is one task, evaluated on a worker by the same code as on one machine. The shared part
-(qrels with their side files, measures, options) is sent to every worker once
-(``Client.scatter(..., broadcast=True)``); a task carries the block's place in its file,
+(qrels with their side files, measures, options) is one node of the task graph, sent with
+it once and copied by Dask to the workers that need it (a scatter to every worker would
+hang on a frozen one); a task carries the block's place in its file,
 which a worker of a local cluster reads itself, or the block's bytes (a compressed file,
 or a cluster given by ``--scheduler``, whose workers may not see this machine's files).
 The tasks of all runs are submitted together. The client gathers the per-query values
@@ -32,7 +33,8 @@ from __future__ import annotations
 import contextlib
 import pickle
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from rankeval.engine import dask_cluster
 from rankeval.engine.blockwise import BlockValues, Shared, Task, collect, run_task
@@ -71,20 +73,32 @@ class DaskScheduler:
 
     threads = False
 
-    def __init__(self, client: Any, shared: Any, keep_data: bool) -> None:
-        self.client = client
-        self.shared = shared  # a future of the Shared object, on every worker
+    def __init__(self, shared: bytes, keep_data: bool) -> None:
+        self.shared = shared  # the pickled Shared object
         self.keep_data = keep_data
 
     def map(self, tasks: Iterable[Task]) -> Iterator[BlockValues]:
+        import warnings
+
         import dask
 
-        graph = []
-        for task in tasks:
-            # a block's bytes go to the cluster on their own, not inside the task graph
-            arg = self.client.scatter(task) if task.block is not None and task.block.data is not None else task
-            graph.append(dask.delayed(_run, pure=False)(self.shared, arg))
-        return iter(dask_cluster.compute(graph))
+        # the shared part is one task of the graph (sent with it once, unpickled on one
+        # worker and copied by Dask to the others that need it): unlike a scatter, it
+        # survives a worker that is frozen or lost
+        shared = dask.delayed(pickle.loads, pure=True)(self.shared)
+        graph = [dask.delayed(_run, pure=False)(shared, self._with_bytes(task)) for task in tasks]
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*[Ll]arge graph.*")
+            return iter(dask_cluster.compute(graph))
+
+
+    def _with_bytes(self, task: Task) -> Task:
+        """*task* carrying its block's bytes for a cluster given by address (its workers
+        may not see this machine's files)."""
+        block = task.block
+        if not self.keep_data or block is None or block.data is not None:
+            return task
+        return replace(task, block=replace(block, data=block.bytes()))
 
 
 def _run(shared: Shared, task: Task) -> BlockValues:
@@ -104,9 +118,8 @@ def dask_scheduler(shared: Shared, options: DaskOptions, measures: Sequence[Meas
     for m in measures:
         check_measure(m)
     try:
-        with dask_cluster.client(options) as c:
-            future = c.scatter(shared, broadcast=True, hash=False)
-            yield DaskScheduler(c, future, keep_data=options.scheduler is not None)
+        with dask_cluster.client(options):
+            yield DaskScheduler(pickle.dumps(shared), keep_data=options.scheduler is not None)
     except RankevalError:
         raise
     except Exception as exc:  # workers lost (killed, frozen, out of memory), the scheduler gone ...
