@@ -422,7 +422,7 @@ def test_missing_run_file_names_the_path(tmp_path):
 def test_parquet_and_text_mixed(tmp_path):
     (tmp_path / "a.txt").write_text("1 Q0 d 1 1.0 t\n")
     pd.DataFrame({"query_id": ["1"], "doc_id": ["d"], "score": [1.0]}).to_parquet(tmp_path / "b.parquet")
-    with pytest.raises(InputError, match="not run text .*a pattern names the TREC text files"):
+    with pytest.raises(InputError, match=r"not run text .*a pattern names the TREC text files"):
         _dask(str(tmp_path / "*"))
 
 
