@@ -137,8 +137,6 @@ class RunValues:
 class Scheduler(Protocol):
     """Runs tasks: the results in the order of the tasks."""
 
-    #: whether blocks should carry their bytes (else each task reads its byte range)
-    keep_data: bool
     #: whether pyarrow may parse with its threads
     threads: bool
 
@@ -238,8 +236,6 @@ class _RunState:
 class Sequential:
     """This process, one task at a time: memory for one block (plus the qrels) at a time."""
 
-    keep_data = True
-
     def __init__(self, shared: Shared, threads: bool = True) -> None:
         self.shared = shared
         self.threads = threads
@@ -280,7 +276,7 @@ def evaluate_blocks(
                 yield task
                 continue
             for path in state.files:
-                for block in split_run(path, block_size, scheduler.keep_data):
+                for block in split_run(path, block_size):
                     task = Task(i, _file_name(state), block=block, threads=scheduler.threads)
                     order.append(i)
                     state.tasks.append(replace(task, block=block.without_data()))

@@ -73,9 +73,9 @@ class DaskScheduler:
 
     threads = False
 
-    def __init__(self, shared: bytes, keep_data: bool) -> None:
+    def __init__(self, shared: bytes, send_bytes: bool) -> None:
         self.shared = shared  # the pickled Shared object
-        self.keep_data = keep_data
+        self.send_bytes = send_bytes  # a cluster given by address: tasks carry block bytes
 
     def map(self, tasks: Iterable[Task]) -> Iterator[BlockValues]:
         import warnings
@@ -91,12 +91,11 @@ class DaskScheduler:
             warnings.filterwarnings("ignore", message=".*[Ll]arge graph.*")
             return iter(dask_cluster.compute(graph))
 
-
     def _with_bytes(self, task: Task) -> Task:
         """*task* carrying its block's bytes for a cluster given by address (its workers
         may not see this machine's files)."""
         block = task.block
-        if not self.keep_data or block is None or block.data is not None:
+        if not self.send_bytes or block is None or block.data is not None:
             return task
         return replace(task, block=replace(block, data=block.bytes()))
 
@@ -110,7 +109,9 @@ def _run(shared: Shared, task: Task) -> BlockValues:
 
 
 @contextlib.contextmanager
-def dask_scheduler(shared: Shared, options: DaskOptions, measures: Sequence[Measure]) -> Iterator[DaskScheduler]:
+def dask_scheduler(
+    shared: Shared, options: DaskOptions, measures: Sequence[Measure]
+) -> Iterator[DaskScheduler]:
     """A :class:`DaskScheduler` on the cluster of *options* (a new local cluster, or the
     scheduler given), with *shared* sent to every worker; a failure of the cluster (workers
     lost, the scheduler gone) is an :class:`~rankeval.errors.EngineError` saying what to do."""
@@ -119,7 +120,7 @@ def dask_scheduler(shared: Shared, options: DaskOptions, measures: Sequence[Meas
         check_measure(m)
     try:
         with dask_cluster.client(options):
-            yield DaskScheduler(pickle.dumps(shared), keep_data=options.scheduler is not None)
+            yield DaskScheduler(pickle.dumps(shared), send_bytes=options.scheduler is not None)
     except RankevalError:
         raise
     except Exception as exc:  # workers lost (killed, frozen, out of memory), the scheduler gone ...

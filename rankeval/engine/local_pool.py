@@ -71,7 +71,6 @@ def _run(task: Task) -> BlockValues:
 class Pool:
     """*jobs* worker processes evaluating tasks; results in the order of the tasks."""
 
-    keep_data = False
     threads = False
 
     def __init__(self, shared: Shared, jobs: int) -> None:

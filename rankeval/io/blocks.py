@@ -91,13 +91,11 @@ def is_text_run(source: str | Path) -> bool:
     return not htbg_json.is_json(source)
 
 
-def split_run(
-    path: str | Path, block_size: int = DEFAULT_BLOCK_SIZE, keep_data: bool = True
-) -> Iterator[RunBlock]:
+def split_run(path: str | Path, block_size: int = DEFAULT_BLOCK_SIZE) -> Iterator[RunBlock]:
     """The query-aligned blocks of run file *path*, front to back, read as a stream. A plain
     file is only scanned (its lines counted, its cuts found; a block's bytes are read where
     it is evaluated, :meth:`RunBlock.bytes`); a compressed file's blocks carry their bytes
-    (one block in memory at a time here). *keep_data* is accepted for symmetry and ignored.
+    (one block in memory at a time here).
 
     A cut is moved to the first line, at or after ``block_size`` bytes into the block, whose
     query id differs from the previous content line's (blank and comment lines do not
@@ -107,7 +105,6 @@ def split_run(
     Raises:
         InputError: the file cannot be read, or its compressed data is corrupt.
     """
-    del keep_data
     name = io.source_name(path)
     with inputs.open_input(path, limit=1 << 62) as opened, inputs.os_errors(name):
         if opened.compression is None:
