@@ -128,7 +128,9 @@ def in_child(args: list[str]) -> None:
 
 # ---------------------------------------------------------------------------- timing
 def environment(checkout: Path) -> dict[str, str]:
-    """The environment that runs *checkout*'s rankeval (its core and its plugins)."""
+    """The environment that runs *checkout*'s rankeval (its core and its plugins); the
+    children run with ``python -P``, so that the working directory (a checkout itself,
+    perhaps) does not come first on ``sys.path``."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(checkout), str(checkout / "plugins")])
     return env
@@ -154,7 +156,7 @@ def timed_reader(qrels: Path, env: dict[str, str], reps: int) -> float:
     times = []
     for _ in range(reps + 1):
         out = subprocess.run(
-            [sys.executable, "-c", READ_QRELS, str(qrels)],
+            [sys.executable, "-P", "-c", READ_QRELS, str(qrels)],
             env=env,
             capture_output=True,
             text=True,
@@ -166,7 +168,7 @@ def timed_reader(qrels: Path, env: dict[str, str], reps: int) -> float:
 
 def output(args: list[str], env: dict[str, str]) -> str:
     """The per-query output of ``rankeval ARGS -q -p 17``."""
-    argv = [sys.executable, "-m", "rankeval.cli", *args, "-q", "-p", "17"]
+    argv = [sys.executable, "-P", "-m", "rankeval.cli", *args, "-q", "-p", "17"]
     return subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout
 
 
@@ -192,7 +194,7 @@ def reference_part(out: Path, reps: int, current: Path, baseline: Path | None) -
     figures: dict[tuple[str, str], float] = {}
     for who, checkout in checkouts.items():
         env = environment(checkout)
-        cli = [sys.executable, "-m", "rankeval.cli"]
+        cli = [sys.executable, "-P", "-m", "rankeval.cli"]
         for label, args in (
             ("hTBG@h=3h, reference JSON", json_args),
             ("hTBG@h=3h, nested TREC files", trec_args),
@@ -255,7 +257,7 @@ def scale_part(out: Path, queries: int, individuals: int, children: int, reps: i
         sizes = ["--queries", str(queries), "--individuals", str(individuals), "--children", str(children)]
         in_child(["--generate", "scale", "--out", str(out), *sizes])
     env = environment(current)
-    cli = [sys.executable, "-m", "rankeval.cli"]
+    cli = [sys.executable, "-P", "-m", "rankeval.cli"]
     lines = sum(1 for _ in (out / "nested.run").open())
     htbg = timed([*cli, str(out / "nested.qrels"), str(out / "nested.run"), "-m", "hTBG@h=3h"], env, reps)
     ap = timed([*cli, str(out / "flat.qrels"), str(out / "flat.run"), "-m", "AP"], env, reps)

@@ -106,6 +106,12 @@ class EvalOptions:
         compat: reproduce another tool's output with a mode a plugin adds
             (:func:`rankeval.report.formats.compat_modes`); ``None`` or ``"none"``: no mode. Only
             :func:`rankeval.evaluate` applies it.
+        judged_only: drop from each ranking the items the qrels do not judge for its query
+            (any grade) before anything is computed: condensed lists, trec_eval ``-J``
+            (:meth:`~rankeval.Run.judged_only`). The query still counts as retrieved.
+        float32_scores: round every score to the nearest float32 first, as trec_eval 9 reads
+            them (:meth:`~rankeval.Run.with_float32_scores`): scores that differ only beyond
+            float32's precision then tie.
 
     Raises:
         UsageError: *max_docs* is not ``None`` or an integer from 1 to 2**31 - 1; *nest_sep*
@@ -118,6 +124,8 @@ class EvalOptions:
     on_duplicate: str | None = None
     docinfo: str | Path | tuple[str | Path, ...] | None = None
     compat: str | None = None
+    judged_only: bool = False
+    float32_scores: bool = False
 
     def __post_init__(self) -> None:
         max_docs, nest_sep = self.max_docs, self.nest_sep

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, ClassVar
 import numpy as np
 import typer
 
-from rankeval import Domain, EvalOptions, Measure, Qrels, Run, evaluate_results, param
+from rankeval import Domain, EvalOptions, Measure, Qrels, evaluate_results, param
 from rankeval.errors import InputError, UsageError
 from rankeval.segments import ordered_sum
 
@@ -110,10 +110,12 @@ def trec_eval(
     judged_only: bool = False,
     num_docs: int | None = None,
     zscores: str | Path | None = None,
+    jobs: int | None = 1,
 ) -> str:
     """What ``trec_eval`` prints for these options (``-m`` values, ``-q``, ``-c``, ``-n``
     (``summary=False``), ``-l``, ``-M``, ``-J``, ``-N`` (*num_docs*, read by ``utility``),
-    ``-Z``), byte for byte.
+    ``-Z``), byte for byte. *jobs*: worker processes over the run's blocks (``None``: one
+    per core), as :func:`rankeval.evaluate`'s.
 
     Raises:
         SpecError: an unknown measure or bad parameters.
@@ -123,12 +125,6 @@ def trec_eval(
     if num_docs:
         entries = [_with_num_docs(e, num_docs) for e in entries]
     qrels_obj = Qrels.read(qrels)
-    run_obj = Run.read(run).with_float32_scores()
-    run_queries = set(run_obj.table.column("query_id").unique().to_pylist())
-    tags = run_obj.table.column("tag")
-    runid = str(tags[0].as_py()) if len(tags) else ""
-    if judged_only:
-        run_obj = run_obj.judged_only(qrels_obj)
     lengths = [int(e.param) for e in entries if e.family == "relstring" and e.param is not None]
     grade_at = [GradeAt(pos=p) for p in range(max(lengths, default=0))]
     computed: list[Measure] = [e.measure for e in entries if e.measure is not None]
@@ -136,11 +132,18 @@ def trec_eval(
     # of every query of the qrels
     all_rel = _num_rel_any_level() if complete and any(e.family == "num_rel" for e in entries) else None
     computed = list(dict.fromkeys([*computed, *grade_at, *([all_rel] if all_rel else [])]))
-    options = EvalOptions(missing_zero=True, nest_sep=None, max_docs=max_docs)
-    blocks = evaluate_results(qrels_obj, run_obj, computed, options=options).blocks if computed else []
+    # the run is read block by block (bounded memory; all cores with jobs=None); with only
+    # runid/num_q asked for, one cheap measure still has it read for its queries and tag
+    options = EvalOptions(
+        missing_zero=True, nest_sep=None, max_docs=max_docs, judged_only=judged_only, float32_scores=True
+    )
+    results = evaluate_results(qrels_obj, run, computed or [GradeAt(pos=0)], options=options, jobs=jobs)
+    blocks = results.blocks if computed else []
     values = {b.measure: b.values for b in blocks}
+    (run_name,) = results.run_tags
+    runid = results.run_tags[run_name]
     qrels_ids = np.asarray(sorted(set(qrels_obj.table.column("query_id").unique().to_pylist())), dtype=object)
-    present = np.array([q in run_queries for q in qrels_ids], dtype=bool)
+    present = np.isin(qrels_ids.astype(str), results.run_queries[run_name])
     if not present.any():
         raise InputError("no queries with both results and relevance info", source=str(run))
     if blocks:
@@ -267,6 +270,10 @@ def trec_eval_command(
     ] = None,
     old_format: Annotated[bool, typer.Option("-o", help="Obsolete in trec_eval 9; accepted, ignored.")] = False,
     version: Annotated[bool, typer.Option("-v", "--version", help="Print the version and exit.")] = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option("-j", "--jobs", help="Worker processes (rankeval's; default: one per core).", show_default=False),
+    ] = None,
 ) -> str:
     """trec_eval 9.0.8's command line: rankeval trec_eval [-q] [-c] [-n] [-l N] [-M N] [-J]
     [-m measure[.params]]... QRELS RUN."""
@@ -290,4 +297,5 @@ def trec_eval_command(
         judged_only=judged_only,
         num_docs=num_docs,
         zscores=zscores,
+        jobs=jobs,
     )

@@ -128,10 +128,13 @@ class MeasureValues:
 
 @dataclass(frozen=True)
 class RunValues:
-    """A run's name and its :class:`MeasureValues`, one per measure in the order given."""
+    """A run's name, its :class:`MeasureValues` (one per measure in the order given), the
+    queries it retrieves (sorted, distinct) and the tag of its first line."""
 
     name: str
     measures: list[MeasureValues]
+    queries: np.ndarray
+    tag: str
 
 
 class Scheduler(Protocol):
@@ -196,7 +199,12 @@ def _evaluate(shared: Shared, run: Run, task: Task) -> BlockValues:
         mask = pc.is_in(qrels.table.column("query_id"), value_set=queries.cast(pa.string()))
         qrels = qrels.select(mask.to_numpy(zero_copy_only=False))
     tags = pc.unique(run.table.column("tag")).cast(pa.string()).to_pylist() if len(run) else []
+    rows = len(run)
     opts = shared.options
+    if opts.float32_scores:
+        run = run.with_float32_scores()
+    if opts.judged_only:
+        run = run.judged_only(qrels)
     out: list[PartValues] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -217,7 +225,7 @@ def _evaluate(shared: Shared, run: Run, task: Task) -> BlockValues:
                 parts = measure.aggregate_parts(view, values, index)
             out.append(PartValues(ids, values, parts, view.level == 1 or view.num_queries > 0))
     seen = np.asarray(queries.to_pylist() if task.rest is None else [], dtype=object)
-    return BlockValues(out, seen, tags, len(run), alignment.nested, [str(w.message) for w in caught])
+    return BlockValues(out, seen, tags, rows, alignment.nested, [str(w.message) for w in caught])
 
 
 # ------------------------------------------------------------------------------ the driver
@@ -297,6 +305,8 @@ def evaluate_blocks(
                 _combine(m, [v.results[k] for v in state.values], shared.options.nest_sep)
                 for k, m in enumerate(shared.measures)
             ],
+            np.unique(np.concatenate([v.queries for v in state.values]).astype(str)),
+            next((v.tags[0] for v in state.values if v.tags), ""),
         )
         for name, state in zip(names, states, strict=True)
     ]

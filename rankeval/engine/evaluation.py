@@ -237,11 +237,16 @@ class Results:
         integer_measures: names of count measures (printed without decimals).
         whole_measures: names of measures whose per-query values are whole numbers (printed
             without decimals per query; their aggregate is a mean).
+        run_queries: per run, the queries it retrieves (sorted, distinct; before
+            ``judged_only`` drops any item).
+        run_tags: per run, the tag of its first line (trec_eval's ``runid``).
     """
 
     blocks: list[Block] = field(default_factory=list)
     integer_measures: set[str] = field(default_factory=set)
     whole_measures: set[str] = field(default_factory=set)
+    run_queries: dict[str, np.ndarray] = field(default_factory=dict)
+    run_tags: dict[str, str] = field(default_factory=dict)
 
     def add(
         self, run: str, measure: str, query_ids: np.ndarray, values: np.ndarray, aggregate: float
@@ -259,6 +264,8 @@ class Results:
             [replace(b, measure=names.get(b.measure, b.measure)) for b in self.blocks],
             {names.get(m, m) for m in self.integer_measures},
             {names.get(m, m) for m in self.whole_measures},
+            self.run_queries,
+            self.run_tags,
         )
 
     def columns(self) -> dict[str, np.ndarray]:
@@ -379,6 +386,7 @@ def _evaluate_blocks(
         with local_scheduler(shared, jobs, _text_bytes(items), size) as scheduler:
             per_run = blockwise.evaluate_blocks(items, scheduler, shared, size)
     for run in per_run:
+        out.run_queries[run.name], out.run_tags[run.name] = run.queries, run.tag
         for measure, v in zip(measures, run.measures, strict=True):
             out.add(run.name, str(measure), v.query_ids, v.values, v.aggregate)
 

@@ -170,7 +170,7 @@ def _split_stream(path: str, name: str, stream: BinaryIO, block_size: int) -> It
                 if eof:
                     cut = len(buf)
                 else:
-                    buf, eof = _fill(stream, buf, len(buf) + _CHUNK, eof)
+                    buf, eof = _fill(stream, buf, 2 * len(buf), eof)  # each look scans buf whole
         data = buf[:cut]
         buf = buf[cut:]
         lines = data.count(b"\n")
@@ -208,22 +208,46 @@ def _cut(buf: bytes, at: int) -> int | None:
     """Where to end a block of *buf* that should be *at* bytes long: the start of the first
     line at or after *at* whose query differs from the content line before it; ``None`` if
     *buf* ends before that is known (read more). Gives up ``max(at, LONGEST_QUERY)`` bytes
-    further on, at a line start (see :func:`split_run`)."""
-    start = buf.rfind(b"\n", 0, at) + 1  # the line holding byte at - 1 (or the first line)
-    previous: bytes | None = None
-    pos = start
-    while True:
+    further on, at a line start (see :func:`split_run`).
+
+    The lines are not looked at one by one: the first content line from the one holding
+    byte ``at - 1`` gives the query; every later line is tested at once (numpy) for starting
+    with that query and a blank, and only the lines that do not are looked at (the first
+    content line among them is the cut)."""
+    import numpy as np
+
+    limit = at + max(at, LONGEST_QUERY)
+    pos = buf.rfind(b"\n", 0, at) + 1  # the line holding byte at - 1 (or the first line)
+    first = pos
+    while True:  # the first content line from there: its query
         end = buf.find(b"\n", pos)
         if end < 0:
             return None
         query = _query(buf[pos:end])
-        if query is not None:
-            if previous is not None and query != previous and pos >= at:
-                return pos
-            previous = query
         pos = end + 1
-        if pos >= at + max(at, LONGEST_QUERY) and pos > start:
-            return pos  # no change of query for that long: cut anyway
+        if query is not None:
+            break
+        if pos >= limit and pos > first:
+            return pos
+    text = np.frombuffer(buf, np.uint8)
+    starts = np.concatenate([[pos], np.flatnonzero(text[pos:] == 10) + (pos + 1)])
+    limit_at = int(np.searchsorted(starts, limit))
+    give_up = int(starts[limit_at]) if limit_at < len(starts) else None
+    complete = starts[:-1]  # the lines whose newline is in buf
+    last = len(buf) - 1
+    same = np.ones(len(complete), bool)
+    for k, byte in enumerate(query):
+        same &= text[np.minimum(complete + k, last)] == byte
+    blank = np.zeros(256, bool)
+    blank[list(b" \t\n\r\x0b\x0c")] = True  # what ends a first field (bytes.split)
+    same &= blank[text[np.minimum(complete + len(query), last)]]
+    for line in complete[~same]:
+        if give_up is not None and line >= give_up:
+            break
+        other = _query(buf[int(line) : buf.find(b"\n", int(line))])
+        if other is not None and other != query:
+            return int(line)
+    return give_up
 
 
 def read_block(block: RunBlock, threads: bool = True) -> tuple[pa.Table, np.ndarray]:
