@@ -69,3 +69,32 @@ def test_cut_of_one_long_query_reads_every_line_once():
     tail = buf + b"q8 Q0 d 1 1 t\n"
     assert blocks._cut(tail, 1000) == len(buf)
     assert limit > len(tail)
+
+
+def test_pool_runs_a_lone_block_in_this_process(tmp_path, monkeypatch):
+    """A run over the block size that is one query (one block) starts no worker process."""
+    import concurrent.futures
+
+    import rankeval
+
+    (tmp_path / "q.qrels").write_bytes(b"".join(b"q1 0 d%d %d\n" % (i, i % 2) for i in range(0, 300, 7)))
+    (tmp_path / "one.run").write_bytes(b"".join(b"q1 Q0 d%d 1 %d.5 t\n" % (i, -i) for i in range(300)))
+    expected = rankeval.evaluate(tmp_path / "q.qrels", tmp_path / "one.run", ["AP", "P@10"], jobs=1)
+
+    def no_worker(*args, **kwargs):
+        raise AssertionError("a worker process was asked for")
+
+    monkeypatch.setattr(concurrent.futures.ProcessPoolExecutor, "submit", no_worker)
+    got = rankeval.evaluate(tmp_path / "q.qrels", tmp_path / "one.run", ["AP", "P@10"], jobs=2, block_size=100)
+    assert got.equals(expected)
+    assert got.value.iloc[0] > 0
+
+
+def test_default_block_size_gives_each_process_four_blocks():
+    from rankeval.engine.evaluation import _block_size
+    from rankeval.io.blocks import DEFAULT_BLOCK_SIZE, MIN_DEFAULT_BLOCK_SIZE
+
+    assert _block_size(2**30, 1) == DEFAULT_BLOCK_SIZE  # one process: the default
+    assert _block_size(2**30, 2) == DEFAULT_BLOCK_SIZE  # 1 GiB / 8 is more than the default
+    assert _block_size(2**30, 16) == 2**30 // 64  # 16 MiB: 64 blocks for 16 processes
+    assert _block_size(10 * 2**20, 16) == MIN_DEFAULT_BLOCK_SIZE  # never below 4 MiB

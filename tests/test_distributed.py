@@ -108,6 +108,22 @@ def test_classic_measures_compressed_dl_hard_runs_and_options(scheduler):
     )
 
 
+def test_judged_only_and_float32_scores_apply_per_block():
+    """trec_eval's -J and float32 scores (EvalOptions), applied block by block, give the
+    values of the whole run filtered and rounded first (Run.judged_only, with_float32_scores)."""
+    qrels = rankeval.Qrels.read(DATA / "dl-hard" / "dl_hard-passage.qrels")
+    path = DATA / "dl-hard" / "bm25-rm3.run.gz"
+    whole = rankeval.Run.read(path).judged_only(qrels).with_float32_scores()
+    measures = ["AP(rel=2)", "nDCG@10", "NumRet", "P@5"]
+    expected = rankeval.evaluate(qrels, {"r": whole}, measures)
+    options = rankeval.EvalOptions(judged_only=True, float32_scores=True)
+    for jobs in (1, 2):
+        got = rankeval.evaluate(qrels, {"r": path}, measures, options=options, jobs=jobs, block_size=300_000)
+        pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    plain = rankeval.evaluate(qrels, {"r": path}, measures, block_size=300_000)
+    assert not plain.value.equals(expected.value)  # the options change the values
+
+
 def test_blocks_and_globs_equal_one_file(scheduler, tmp_path):
     """A run split over several blocks and over several files (a glob)."""
     lines = (DATA / "trec_eval" / "results.test").read_text().splitlines(keepends=True)

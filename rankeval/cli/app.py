@@ -269,8 +269,9 @@ def evaluate_cmd(
             "--jobs",
             "-j",
             metavar="N",
-            help="Local engine: worker processes evaluating blocks in parallel (default: one "
-            "per core; 1: this process, one block at a time, memory bounded by the block size).",
+            help="Local engine: processes evaluating blocks in parallel, this one and N-1 workers "
+            "(default: one per core; 1: this process, one block at a time, memory bounded by the "
+            "block size).",
         ),
     ] = None,
     block_size: Annotated[
@@ -278,7 +279,8 @@ def evaluate_cmd(
         typer.Option(
             "--block-size",
             metavar="SIZE",
-            help="Bytes of run text per block, e.g. 32MiB (the default); the cut moves to the next query.",
+            help="Bytes of run text per block, e.g. 16MiB (default: 32MiB, or less so that each "
+            "process gets 4 blocks, down to 4MiB); the cut moves to the next query.",
         ),
     ] = None,
     scheduler: Annotated[

@@ -251,6 +251,7 @@ class Sequential:
     def map(self, tasks: Iterable[Task]) -> Iterator[BlockValues]:
         for task in tasks:
             yield run_task(self.shared, task)
+            del task  # (its bytes, for a compressed file) before the next is cut
             collect()
 
 
@@ -260,7 +261,7 @@ def collect() -> None:
     blocks' arrays waiting for it."""
     import gc
 
-    gc.collect()
+    gc.collect(1)  # the young generations, where a task's cycles are: not every module's objects
 
 
 def evaluate_blocks(
@@ -289,6 +290,7 @@ def evaluate_blocks(
                     order.append(i)
                     state.tasks.append(replace(task, block=block.without_data()))
                     yield task
+                    del task, block  # a compressed block's bytes: not kept while the next is cut
 
     for k, values in enumerate(scheduler.map(first_round())):
         states[order[k]].values.append(values)

@@ -371,19 +371,22 @@ def _evaluate_blocks(
     (default: one per core), or on Dask."""
     from rankeval.engine import blockwise
 
-    size = DEFAULT_BLOCK_SIZE if block_size is None else block_size
-    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+    if block_size is not None and (not isinstance(block_size, int) or isinstance(block_size, bool) or block_size < 1):
         raise UsageError(f"the block size must be a positive number of bytes, not {block_size!r}")
     items = _block_runs(runs)
+    text = _text_bytes(items)
     if engine == "dask":
         from rankeval.engine.distributed import DaskOptions, dask_scheduler
 
-        with dask_scheduler(shared, dask or DaskOptions(), [m for m in shared.measures]) as scheduler:
+        options = dask or DaskOptions()
+        size = block_size or _block_size(text, options.workers if options.scheduler is None else 1)
+        with dask_scheduler(shared, options, [m for m in shared.measures]) as scheduler:
             per_run = blockwise.evaluate_blocks(items, scheduler, shared, size)
     else:
-        from rankeval.engine.local_pool import local_scheduler
+        from rankeval.engine.local_pool import default_jobs, local_scheduler
 
-        with local_scheduler(shared, jobs, _text_bytes(items), size) as scheduler:
+        size = block_size or _block_size(text, default_jobs() if jobs is None else jobs)
+        with local_scheduler(shared, jobs, text, size) as scheduler:
             per_run = blockwise.evaluate_blocks(items, scheduler, shared, size)
     for run in per_run:
         out.run_queries[run.name], out.run_tags[run.name] = run.queries, run.tag
@@ -429,6 +432,18 @@ def _is_glob(text: str) -> bool:
     import os
 
     return any(c in text for c in "*?[") and not os.path.lexists(text)
+
+
+def _block_size(text_bytes: int, processes: Any) -> int:
+    """The default block size: :data:`~rankeval.io.blocks.DEFAULT_BLOCK_SIZE`, or smaller so
+    that each of *processes* (if several) gets at least 4 blocks of the *text_bytes* (but
+    not below :data:`~rankeval.io.blocks.MIN_DEFAULT_BLOCK_SIZE`): the last blocks of the
+    run then end at about the same time on every process."""
+    from rankeval.io.blocks import MIN_DEFAULT_BLOCK_SIZE
+
+    if not isinstance(processes, int) or processes < 2:
+        return DEFAULT_BLOCK_SIZE
+    return max(MIN_DEFAULT_BLOCK_SIZE, min(DEFAULT_BLOCK_SIZE, text_bytes // (4 * processes)))
 
 
 def _text_bytes(items: list[tuple[str | None, Any]]) -> int:

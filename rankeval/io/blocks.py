@@ -36,6 +36,9 @@ __all__ = ["DEFAULT_BLOCK_SIZE", "RunBlock", "is_text_run", "read_block", "split
 DEFAULT_BLOCK_SIZE = 32 * 2**20
 """Bytes of run text per block (before the cut moves to the next query)."""
 
+MIN_DEFAULT_BLOCK_SIZE = 4 * 2**20
+"""The smallest block size chosen by default (when many processes share a run)."""
+
 LONGEST_QUERY = 256 * 2**20
 """Bytes of one query's lines after which a block is cut even inside the query (the run is
 then evaluated as an unsorted one): a bound on a block's memory for any input."""
@@ -67,16 +70,19 @@ class RunBlock:
     compressed: bool = False
 
     def without_data(self) -> RunBlock:
-        """This block without its bytes, when they can be read again from the file (a plain
-        file): what is sent to another process."""
-        if self.compressed or self.data is None:
+        """This block without its bytes: what the driver keeps of an evaluated block. A plain
+        file's block reads them again from its byte range; a compressed file's must be cut
+        again (:func:`split_run`) before it is evaluated again."""
+        if self.data is None:
             return self
-        return RunBlock(self.path, self.name, self.start, self.end, self.first_line, None, False)
+        return RunBlock(self.path, self.name, self.start, self.end, self.first_line, None, self.compressed)
 
     def bytes(self) -> bytes:
         """The block's text (read from the file if it does not carry it)."""
         if self.data is not None:
             return self.data
+        if self.compressed:
+            raise ValueError("a compressed file's block without its bytes: cut the file again")
         with inputs.os_errors(self.name, path=True), open(self.path, "rb") as fh:
             return os.pread(fh.fileno(), self.end - self.start, self.start)
 
@@ -124,14 +130,23 @@ def _split_plain(path: str, name: str, stream: BinaryIO, block_size: int) -> Ite
         if pos + block_size < size:
             end = _cut_file(fd, pos, block_size, size)
         yield RunBlock(path, name, pos, end, line)
-        at = pos
-        while at < end:  # count the block's lines, a chunk at a time
-            chunk = os.pread(fd, min(_CHUNK, end - at), at)
-            if not chunk:
-                break
-            line += chunk.count(b"\n")
-            at += len(chunk)
+        line += _count_lines(fd, pos, end)
         pos = end
+
+
+def _count_lines(fd: int, start: int, end: int) -> int:
+    """The newlines between offsets *start* and *end* of a file, read a MiB at a time
+    (numpy counts them about three times as fast as ``bytes.count``)."""
+    import numpy as np
+
+    count = 0
+    while start < end:
+        chunk = os.pread(fd, min(1 << 20, end - start), start)
+        if not chunk:
+            break
+        count += int(np.count_nonzero(np.frombuffer(chunk, np.uint8) == 10))
+        start += len(chunk)
+    return count
 
 
 def _cut_file(fd: int, pos: int, block_size: int, size: int) -> int:
@@ -142,14 +157,14 @@ def _cut_file(fd: int, pos: int, block_size: int, size: int) -> int:
     while start > pos and b"\n" not in os.pread(fd, at - start, start):
         back *= 4  # a line longer than the window: look further back
         start = max(pos, at - back)
-    buf = os.pread(fd, min(size, at + _CHUNK) - start, start)
+    buf = os.pread(fd, min(size, at + (1 << 16)) - start, start)  # a query's lines are usually fewer
     while True:
         cut = _cut(buf, at - start)
         if cut is not None:
             return start + cut
         if start + len(buf) >= size:
             return size
-        buf += os.pread(fd, min(max(len(buf), _CHUNK), size - start - len(buf)), start + len(buf))
+        buf += os.pread(fd, min(len(buf), size - start - len(buf)), start + len(buf))  # twice as much
 
 
 def _split_stream(path: str, name: str, stream: BinaryIO, block_size: int) -> Iterator[RunBlock]:
@@ -160,7 +175,7 @@ def _split_stream(path: str, name: str, stream: BinaryIO, block_size: int) -> It
         pos, buf = len(_BOM), b""
     eof = False
     while True:
-        buf, eof = _fill(stream, buf, block_size, eof)
+        buf, eof = _fill(stream, buf, block_size + (1 << 16), eof)  # the cut is usually in the extra
         if not buf:
             return
         cut = len(buf) if eof and len(buf) <= block_size else None
@@ -170,7 +185,9 @@ def _split_stream(path: str, name: str, stream: BinaryIO, block_size: int) -> It
                 if eof:
                     cut = len(buf)
                 else:
-                    buf, eof = _fill(stream, buf, 2 * len(buf), eof)  # each look scans buf whole
+                    # a little more first (the bytes past the cut stay in memory while the
+                    # block is evaluated), then geometrically (each look scans buf whole)
+                    buf, eof = _fill(stream, buf, len(buf) + max(_CHUNK, len(buf) - block_size), eof)
         data = buf[:cut]
         buf = buf[cut:]
         lines = data.count(b"\n")
