@@ -146,6 +146,10 @@ def _dask_config(options: DaskOptions) -> dict[str, Any]:
         "distributed.comm.timeouts.tcp": f"{TCP_TIMEOUT}s",
         "rankeval.debug": options.debug,  # read by dask_setup in the worker processes
         "rankeval.stall-timeout": options.stall_timeout,  # read by compute
+        # Dask's nanny gives its workers MALLOC_TRIM_THRESHOLD_=65536, which hands freed memory
+        # back to the system at once: a block's large arrays then fault their pages in anew,
+        # and a task took 1.5 times as long; glibc's own (adaptive) threshold, as in --jobs
+        "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
     }
 
 
