@@ -20,7 +20,9 @@ every process of the child's tree, giving the peak of their sum.
    plain file, peak RSS ratio (target <= 1.2).
 3. Speed, 30M-line run (``--data30m``; generated with ``--queries 30000`` if missing):
    ``--jobs 1``, ``--jobs 2`` and ``--engine dask --workers 2``: speed-up jobs1/jobs2
-   (target >= 1.6), dask/jobs2 time (target <= 1.3), and whether all print the same output.
+   (target >= 1.6), dask/jobs2 time (target <= 1.3), and whether all print the same output;
+   also ``--jobs 1`` with ``OMP_NUM_THREADS=1`` (pyarrow's parse on one thread: ``--jobs 1``
+   otherwise uses more than one core) and its speed-up, for information.
 4. Only with ``--data50m DIR``: ``prlimit --as=1610612736 rankeval Q R ... --jobs 1``
    (1.5 GiB of address space): did it complete (exit 0), and its time.
 5. ``rankeval --help`` wall time, median of ``--help-reps`` (target < 0.5 s).
@@ -431,7 +433,12 @@ def main(argv: list[str] | None = None) -> int:
     dk = Command(
         "rankeval --engine dask --workers 2", rankeval_cmd(q30, r30, "--engine", "dask", "--workers", "2")
     )
-    sec3 = [j1, j2, dk]
+    # --jobs 1 parses each block with pyarrow's threads; with one thread, the speed-up of
+    # the processes alone
+    j1_one = Command(
+        "rankeval --jobs 1, 1 thread", ["env", "OMP_NUM_THREADS=1", *rankeval_cmd(q30, r30, "--jobs", "1")]
+    )
+    sec3 = [j1, j2, dk, j1_one]
     bench(sec3, args.warmup, args.reps)
     report_failures(sec3)
     w1, w2, wd = j1.median("wall"), j2.median("wall"), dk.median("wall")
@@ -462,6 +469,11 @@ def main(argv: list[str] | None = None) -> int:
             _check(dask_ratio, dask_ratio is not None and dask_ratio <= TARGET_DASK_VS_JOBS2),
         ),
         Figure("30M same output (3 schedulers)", str(same30), "True", "PASS" if same30 else "FAIL"),
+        Figure("30M --jobs 1 wall, OMP_NUM_THREADS=1", _fmt(j1_one.median("wall"), unit=" s")),
+        Figure(
+            "30M speed-up --jobs 1 (1 thread) / --jobs 2",
+            _fmt(_ratio(j1_one.median("wall"), w2), ".2f", "x"),
+        ),
     ]
 
     # 4. 50M under an address-space limit -------------------------------------------------- #
