@@ -11,6 +11,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -500,6 +501,26 @@ def test_bad_threshold_flag_names_file_and_line(hand, line, message):
     with pytest.raises(InputError) as info:
         evaluate(q, r, ["tar_norm_threshold"])
     assert info.value.line == 4
+
+
+def test_flag_styles_mixed_across_blocks_are_an_error(tmp_path):
+    """A run whose topics use 0/1 flags in one block and 2017 codes in another: read in
+    blocks, each block is consistent, and the check over all blocks names the first line of
+    the later style; read whole, the line check names the same line."""
+    q, r = tmp_path / "mixed.qrels", tmp_path / "mixed.run"
+    q.write_text("".join(f"t{t} 0 d{i} {i % 2}\n" for t in (1, 2) for i in range(30)))
+    lines = [f"t1 {int(i == 5)} d{i} {i + 1} {30 - i}.0 x\n" for i in range(30)]
+    lines += [f"t2 {'AF' if i < 5 else 'NS'} d{i} {i + 1} {30 - i}.0 x\n" for i in range(30)]
+    r.write_text("".join(lines))
+    for block_size in (None, 200):  # one block; then t1 and t2 in different blocks
+        with pytest.raises(InputError, match="column 2 mixes CLEF TAR 2018-2019") as info:
+            rankeval.evaluate(q, r, ["tar_threshold", "tar_recall_threshold"], jobs=1, block_size=block_size)
+        assert info.value.line == 31, block_size  # t2's first line, the first 2017 code
+        assert "mixed.run" in str(info.value)
+    consistent = "".join(line.replace(" AF ", " 1 ").replace(" NS ", " 0 ") for line in lines)
+    r.write_text(consistent)
+    whole = rankeval.evaluate(q, r, ["tar_threshold"], jobs=1)
+    pd.testing.assert_frame_equal(whole, rankeval.evaluate(q, r, ["tar_threshold"], jobs=1, block_size=200))
 
 
 def test_skipped_topics_are_reported(hand):

@@ -17,7 +17,7 @@ from rankeval import Measure, param
 from rankeval.errors import RankevalWarning
 
 from .clef import CLEF, COMPAT_HELP, clef_round, print_rule
-from .view import Screening, screening
+from .view import Screening, check_one_style, screening
 
 if TYPE_CHECKING:
     from rankeval import RankedLists
@@ -98,6 +98,9 @@ class TarMeasure(Measure):
             "R": s.R[queries].astype(np.float64),
             "order": order,
             "run": np.full(len(queries), data.run.name, dtype=object),  # for the warning
+            "source": np.full(len(queries), data.run.source or data.run.name, dtype=object),
+            "new_line": s.style_lines[queries, 0],  # column-2 styles, checked over all blocks
+            "old_line": s.style_lines[queries, 1],
         }
         pooled = self.pool(s, data)
         if pooled is not None:
@@ -110,6 +113,7 @@ class TarMeasure(Measure):
         kept = parts["kept"]
         ok = ~np.isnan(kept)
         run = str(parts["run"][0]) if len(parts["run"]) else ""
+        check_one_style(parts["new_line"], parts["old_line"], str(parts["source"][0]) if len(kept) else run)
         _warn_skipped(run, query_ids[~ok], parts["R"][~ok], self.clef)
         topics = np.flatnonzero(ok)
         if self.clef:  # the evaluator adds the topics up in the order of the run file

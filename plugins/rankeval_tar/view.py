@@ -19,7 +19,7 @@ from rankeval.segments import segment_position
 if TYPE_CHECKING:
     from rankeval import RankedLists, Run
 
-__all__ = ["Screening", "screening"]
+__all__ = ["Screening", "check_one_style", "screening"]
 
 # column-2 codes
 _NONE, _ZERO, _FLAG, _SHOWN, _NOT_SHOWN, _BAD = 0, 1, 2, 3, 4, -1
@@ -49,6 +49,9 @@ class Screening:
         last_flag: position of the last threshold line (0 if none).
         retrieved: whether the run has lines for the topic.
         first_row: ``run.table`` row of the topic's first line (the evaluator's topic order).
+        style_lines: ``(Q, 2)``: the file line of the topic's first CLEF TAR 2018-2019 flag
+            (0/1) and of its first 2017 code (AF/NF/NS); 0 if none. A run read in blocks
+            mixes the two only across blocks: :func:`check_one_style` then sees it.
     """
 
     q: np.ndarray
@@ -64,6 +67,7 @@ class Screening:
     last_flag: np.ndarray
     retrieved: np.ndarray
     first_row: np.ndarray
+    style_lines: np.ndarray
 
     def __post_init__(self) -> None:
         rel = np.flatnonzero(self.relevant)
@@ -176,6 +180,7 @@ def _screening(data: RankedLists) -> Screening:
     row = data.rows[order].astype(np.int64)
     label = data.relevance[order]  # NaN: not judged, i.e. not relevant
     codes = _flag_codes(data.run, row)
+    style_lines = _style_lines(data.run, q, row, codes, nq)
     with np.errstate(invalid="ignore"):
         keep = ~(label >= 3)
     q, row, label, codes = q[keep], row[keep], label[keep], codes[keep]
@@ -222,4 +227,32 @@ def _screening(data: RankedLists) -> Screening:
         last_flag=last_flag,
         retrieved=np.asarray(data.retrieved, dtype=bool),
         first_row=first_row,
+        style_lines=style_lines,
     )
+
+
+def _style_lines(run: Run, q: np.ndarray, row: np.ndarray, codes: np.ndarray, nq: int) -> np.ndarray:
+    """:attr:`Screening.style_lines` from the lines (grouped by topic, file order)."""
+    lines = run.lines if run.lines is not None and len(run.lines) else None
+    out = np.zeros((nq, 2), dtype=np.int64)
+    for k, style in enumerate(((_ZERO, _FLAG), (_SHOWN, _NOT_SHOWN))):
+        hit = np.isin(codes, style)
+        tq, trow = q[hit], row[hit]
+        if len(tq):
+            head = np.concatenate(([True], tq[1:] != tq[:-1]))  # each topic's first such line
+            out[tq[head], k] = lines[trow[head]] if lines is not None else trow[head] + 1
+    return out
+
+
+def check_one_style(new_lines: np.ndarray, old_lines: np.ndarray, source: str) -> None:
+    """An :class:`~rankeval.errors.InputError` if the topics of a run, together, have both
+    2018-2019 flags and 2017 codes (per topic: the file line of its first of each; 0 if
+    none), naming the first line of the style that comes later in the file."""
+    new, old = new_lines[new_lines > 0], old_lines[old_lines > 0]
+    if len(new) and len(old):
+        raise InputError(
+            "column 2 mixes CLEF TAR 2018-2019 threshold flags (0/1) with 2017 interaction codes "
+            f"(AF/NF/NS): the first {'2017 code' if old.min() > new.min() else '0/1 flag'} is here",
+            source=source,
+            line=int(max(new.min(), old.min())),
+        )

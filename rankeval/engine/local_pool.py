@@ -128,7 +128,7 @@ class Pool:
         pending: deque[Future[BlockValues] | BlockValues] = deque()  # in task order
         in_flight: set[Future[BlockValues]] = set()
         if self._starting is None:  # the first worker starts in a thread: this process works meanwhile
-            self._starting = threading.Thread(target=self._executor.submit, args=(_ready,), daemon=True)
+            self._starting = threading.Thread(target=self._start_first, daemon=True)
             self._starting.start()
         try:
             for task in itertools.chain(first, tasks):
@@ -154,6 +154,12 @@ class Pool:
             for item in pending:
                 if isinstance(item, Future):
                     item.cancel()
+
+
+    def _start_first(self) -> None:
+        """Start the first worker (in a thread; a failure shows at the next submit)."""
+        with contextlib.suppress(Exception):
+            self._executor.submit(_ready)
 
 
 def _ready() -> None:
