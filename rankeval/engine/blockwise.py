@@ -197,7 +197,8 @@ def _evaluate(shared: Shared, run: Run, task: Task) -> BlockValues:
     qrels = shared.qrels
     if task.memory is None:  # a block: the judgments of its queries
         mask = pc.is_in(qrels.table.column("query_id"), value_set=queries.cast(pa.string()))
-        qrels = qrels.select(mask.to_numpy(zero_copy_only=False))
+        if not pc.all(mask).as_py():  # (a block with every judged query: no copy)
+            qrels = qrels.select(mask.to_numpy(zero_copy_only=False))
     tags = pc.unique(run.table.column("tag")).cast(pa.string()).to_pylist() if len(run) else []
     rows = len(run)
     opts = shared.options
