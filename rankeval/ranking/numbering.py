@@ -220,7 +220,9 @@ def _item_parents(
     d_parent = np.full(len(ud), -1, dtype=np.int64)
     if has_sep.any():
         # the distinct parent ids (few) looked up among the doc ids: a small hash table
-        parents = pc.dictionary_encode(pc.list_element(parts.filter(pa.array(has_sep)), 0))
+        # (the first element of every list, then filtered: several times faster than the
+        # other way round)
+        parents = pc.dictionary_encode(pc.list_element(parts, 0).filter(pa.array(has_sep)))
         found = to_numpy(pc.fill_null(pc.index_in(ud, value_set=parents.dictionary), -1)).astype(np.int64)
         at = np.full(len(parents.dictionary), -1, dtype=np.int64)
         hit = np.flatnonzero(found >= 0)
