@@ -114,7 +114,7 @@ def trec_eval(
 ) -> str:
     """What ``trec_eval`` prints for these options (``-m`` values, ``-q``, ``-c``, ``-n``
     (``summary=False``), ``-l``, ``-M``, ``-J``, ``-N`` (*num_docs*, read by ``utility``),
-    ``-Z``), byte for byte. *jobs*: worker processes over the run's blocks (``None``: one
+    ``-Z``), byte for byte. *jobs*: processes evaluating the run's blocks (``None``: one
     per core), as :func:`rankeval.evaluate`'s.
 
     Raises:
@@ -272,7 +272,12 @@ def trec_eval_command(
     version: Annotated[bool, typer.Option("-v", "--version", help="Print the version and exit.")] = False,
     jobs: Annotated[
         int | None,
-        typer.Option("-j", "--jobs", help="Worker processes (rankeval's; default: one per core).", show_default=False),
+        typer.Option(
+            "-j",
+            "--jobs",
+            help="rankeval's own: processes evaluating the run's blocks (default: one per core).",
+            show_default=False,
+        ),
     ] = None,
 ) -> str:
     """trec_eval 9.0.8's command line: rankeval trec_eval [-q] [-c] [-n] [-l N] [-M N] [-J]
