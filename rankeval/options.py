@@ -115,7 +115,8 @@ class EvalOptions:
 
     Raises:
         UsageError: *max_docs* is not ``None`` or an integer from 1 to 2**31 - 1; *nest_sep*
-            is not ``None`` or a non-empty string without whitespace.
+            is not ``None`` or a non-empty string without whitespace; *judged_only* or
+            *float32_scores* is not a bool.
     """
 
     missing_zero: bool = True
@@ -129,6 +130,9 @@ class EvalOptions:
 
     def __post_init__(self) -> None:
         max_docs, nest_sep = self.max_docs, self.nest_sep
+        for flag in ("judged_only", "float32_scores"):
+            if not isinstance(getattr(self, flag), bool):
+                raise UsageError(f"{flag} must be True or False, not {getattr(self, flag)!r}")
         if isinstance(self.docinfo, (list, tuple)):  # several side files: a tuple, hashable
             object.__setattr__(self, "docinfo", tuple(self.docinfo) or None)
         if max_docs is not None and (

@@ -374,6 +374,10 @@ def test_eval_options_checks() -> None:
         rankeval.EvalOptions(max_docs=0)
     with pytest.raises(UsageError, match="nest_sep must be a non-empty string without whitespace"):
         rankeval.EvalOptions(nest_sep=" ")
+    with pytest.raises(UsageError, match="judged_only must be True or False, not 'yes'"):
+        rankeval.EvalOptions(judged_only="yes")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="float32_scores must be True or False, not 1"):
+        rankeval.EvalOptions(float32_scores=1)  # type: ignore[arg-type]
     opts = rankeval.EvalOptions(max_docs=10)
     with pytest.raises(AttributeError):
         opts.max_docs = 5  # type: ignore[misc]
