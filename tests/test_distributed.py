@@ -228,6 +228,21 @@ def test_nested_run_all_tbg_measures(scheduler, tmp_path):
     same(qrels, run, NESTED, scheduler, block_sizes=(None, 300, 2000))
 
 
+def test_nested_compressed_run_blocks_evaluated_again(scheduler, tmp_path, monkeypatch):
+    """The flat last queries' blocks of a gzipped nested run are evaluated again as parts of
+    the nested collection: their bytes come back by cutting the file again, once."""
+    from rankeval.engine import blockwise
+
+    qrels, run = nested_collection(tmp_path, shuffle=False)
+    gz = tmp_path / "n.run.gz"
+    gz.write_bytes(gzip.compress(run.read_bytes()))
+    cuts = []
+    split = blockwise.split_run
+    monkeypatch.setattr(blockwise, "split_run", lambda *a: cuts.append(a) or split(*a))
+    same(qrels, gz, NESTED[:2], scheduler, block_sizes=(300,))
+    assert len(cuts) == 2 * 3  # per evaluation (jobs 1, jobs 2, Dask): the first round, one cut again
+
+
 def test_unsorted_run_is_evaluated_whole_with_a_warning(scheduler, tmp_path):
     """A run whose queries are not grouped: detected, evaluated whole, same values."""
     qrels, run = nested_collection(tmp_path, shuffle=True)

@@ -386,24 +386,27 @@ def _nested_again(states: list[_RunState], scheduler: Scheduler, block_size: int
         ]
         if not todo:
             return
-        tasks = [replace(state.tasks[k], nested=True) for state, k in todo]
-        tasks = _with_data(tasks, block_size)
-        for (state, k), task, values in zip(todo, tasks, scheduler.map(tasks), strict=True):
-            state.tasks[k] = replace(task, block=task.block.without_data() if task.block else None)
+        tasks = [replace(state.tasks[k], nested=True) for state, k in todo]  # (blocks without bytes)
+        results = scheduler.map(_with_data(tasks, block_size))
+        for (state, k), task, values in zip(todo, tasks, results, strict=True):
+            state.tasks[k] = task
             state.values[k] = values
 
 
-def _with_data(tasks: list[Task], block_size: int) -> list[Task]:
-    """*tasks* whose blocks of compressed files get their bytes back (read the file again,
-    cut the same way); plain files' blocks are read from their byte range."""
-    out = []
+def _with_data(tasks: list[Task], block_size: int) -> Iterator[Task]:
+    """*tasks*, one at a time, the blocks of compressed files with their bytes back: each
+    file is cut again, as a stream, once for all its blocks in file order (plain files'
+    blocks are read from their byte range where they are evaluated)."""
+    cuts: dict[str, Iterator[RunBlock]] = {}
     for task in tasks:
         block = task.block
         if block is not None and block.compressed and block.data is None:
-            again = next(b for b in split_run(block.path, block_size) if b.start == block.start)
-            task = replace(task, block=again)
-        out.append(task)
-    return out
+            found = next((b for b in cuts.get(block.path, iter(())) if b.start == block.start), None)
+            if found is None:  # an earlier block than the last one found: cut the file again
+                cuts[block.path] = split_run(block.path, block_size)
+                found = next(b for b in cuts[block.path] if b.start == block.start)
+            task = replace(task, block=found)
+        yield task
 
 
 def _names(states: list[_RunState]) -> list[str]:
