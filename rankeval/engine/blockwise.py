@@ -57,6 +57,7 @@ __all__ = [
     "Task",
     "collect",
     "evaluate_blocks",
+    "run_files",
     "run_task",
 ]
 
@@ -274,7 +275,7 @@ def evaluate_blocks(
     """Evaluate *runs* (``(name or None, path or Run)``; a path is a TREC file to cut into
     blocks) with *scheduler*: per run, its name and its values of each measure of *shared*
     (:func:`rankeval.engine.runs.unique_names` names the runs given without a name)."""
-    states = [_RunState(name, item, not isinstance(item, Run), _files(item), [], []) for name, item in runs]
+    states = [_RunState(name, item, not isinstance(item, Run), run_files(item), [], []) for name, item in runs]
     order: list[int] = []
 
     def first_round() -> Iterator[Task]:
@@ -315,7 +316,7 @@ def evaluate_blocks(
     ]
 
 
-def _files(item: Any) -> list[str]:
+def run_files(item: Any) -> list[str]:
     """The files of a run path: itself, or the files a glob matches (sorted); none for a Run."""
     import glob
     import os

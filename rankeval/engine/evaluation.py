@@ -449,17 +449,13 @@ def _block_size(text_bytes: int, processes: Any) -> int:
 def _text_bytes(items: list[tuple[str | None, Any]]) -> int:
     """About how many bytes of text the run files among *items* hold (to choose a
     scheduler): their size on disk, a compressed file's counted five times."""
-    import glob
     import os
 
+    from rankeval.engine.blockwise import run_files
     from rankeval.io.trec import is_compressed
 
-    total = 0
-    for _, item in items:
-        if isinstance(item, str):
-            for path in [item] if os.path.lexists(item) else glob.glob(item):
-                total += os.path.getsize(path) * (5 if is_compressed(path) else 1)
-    return total
+    paths = [path for _, item in items if isinstance(item, str) for path in run_files(item) if os.path.isfile(path)]
+    return sum(os.path.getsize(path) * (5 if is_compressed(path) else 1) for path in paths)
 
 
 def _with_compat(
