@@ -8,15 +8,14 @@ May import: any part of rankeval (it is the top of the one-way flow); nothing im
 
 from __future__ import annotations
 
-import os
 import sys
 
-# pyarrow's allocator (mimalloc) returns freed pages to the OS at once instead of after a
-# delay: a large run's peak memory drops by a fifth at no measurable cost in speed. Must be
-# set before pyarrow is first imported, which the CLI does lazily.
-os.environ.setdefault("MIMALLOC_PURGE_DELAY", "0")
+from rankeval.engine.allocators import tune_this_process
 
-from rankeval.cli.app import app
+# before pyarrow is first imported (which the CLI does lazily): see the module
+tune_this_process()
+
+from rankeval.cli.app import app  # noqa: E402
 
 __all__ = ["app", "main"]
 

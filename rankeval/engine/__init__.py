@@ -8,7 +8,9 @@
 - :mod:`~rankeval.engine.distributed`, :mod:`~rankeval.engine.dask_io`,
   :mod:`~rankeval.engine.dask_cluster`: the Dask engine, its readers and its cluster;
 - :mod:`~rankeval.engine.random_ranking`, :mod:`~rankeval.engine.random_sampling`: the random
-  baseline (a plugin's closed form, or Monte Carlo over the candidate model).
+  baseline (a plugin's closed form, or Monte Carlo over the candidate model);
+- :mod:`~rankeval.engine.allocators`: the memory allocator settings of rankeval's own
+  processes (the command, its workers).
 
 May import: :mod:`rankeval.report`, :mod:`rankeval.measures`, :mod:`rankeval.ranking`,
 :mod:`rankeval.io` and the foundation modules. Not :mod:`rankeval.comparison` or

@@ -5,8 +5,9 @@ stall, Dask's log lines silenced, Ctrl-C held while the cluster starts or stops,
 preload hook (:func:`dask_setup`) that the workers of a local cluster run. What a run computes
 on the cluster is in :mod:`rankeval.engine.distributed`.
 
-May import: the standard library, numpy, :mod:`rankeval.errors`; dask, distributed and psutil
-lazily (inside the functions that need them). Not :mod:`rankeval.engine.distributed`, which uses it.
+May import: the standard library, numpy, :mod:`rankeval.errors`,
+:mod:`rankeval.engine.allocators`; dask, distributed and psutil lazily (inside the functions
+that need them). Not :mod:`rankeval.engine.distributed`, which uses it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 import re
 import warnings
 from collections.abc import Iterator
@@ -22,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from rankeval.engine.allocators import ALLOCATOR_ENVIRONMENT
 from rankeval.errors import EngineError, UsageError
 
 __all__ = ["MIN_MEMORY", "TCP_TIMEOUT", "DaskOptions", "client", "compute", "dask_setup", "interrupts_held"]
@@ -148,8 +151,11 @@ def _dask_config(options: DaskOptions) -> dict[str, Any]:
         "rankeval.stall-timeout": options.stall_timeout,  # read by compute
         # Dask's nanny gives its workers MALLOC_TRIM_THRESHOLD_=65536, which hands freed memory
         # back to the system at once: a block's large arrays then fault their pages in anew,
-        # and a task took 1.5 times as long; glibc's own (adaptive) threshold, as in --jobs
-        "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+        # and a task took 1.5 times as long; the settings of rankeval's own processes instead
+        **{
+            f"distributed.nanny.pre-spawn-environ.{name}": os.environ.get(name, value)
+            for name, value in ALLOCATOR_ENVIRONMENT.items()
+        },
         # Dask's statistical profiler samples each worker's stack every 10 ms (for a dashboard
         # rankeval does not open): off, a 30M-line run on 2 workers took 5-8% less time
         "distributed.worker.profile.enabled": False,
