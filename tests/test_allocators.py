@@ -83,3 +83,16 @@ def test_a_local_dask_cluster_passes_the_settings_to_its_workers():
     config = dask_cluster._dask_config(DaskOptions())
     for name, value in ALLOCATOR_ENVIRONMENT.items():
         assert config[f"distributed.nanny.pre-spawn-environ.{name}"] == os.environ.get(name, value)
+
+
+@pytest.mark.parametrize("value", ["abc", "-5", "99999999999999999999", " 7 ", "", "1e9"])
+def test_a_users_odd_value_is_kept_and_the_command_still_runs(value):
+    """Whatever the user's own value (not a number, negative, too large for mallopt's C int),
+    the command starts and the value is left as it was."""
+    code = (
+        "import json, os, sys\n"
+        "sys.argv = ['rankeval', '--version']\n"
+        "import rankeval.cli\n"
+        "print(json.dumps(os.environ['MALLOC_TRIM_THRESHOLD_']))\n"
+    )
+    assert json.loads(_python(code, env={"MALLOC_TRIM_THRESHOLD_": value})) == value

@@ -49,14 +49,14 @@ def tune_this_process() -> None:
     import ctypes
 
     try:
-        libc = ctypes.CDLL(None)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # no C library exporting mallopt
         return
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     for name, param in _MALLOPT.items():
         try:
             size = int(os.environ[name])
         except ValueError:
-            continue  # the user's own, not a number: glibc ignores it too
-        if size >= 0:
+            continue  # the user's own, and not a number: left to glibc
+        if 0 <= size < 2**31:  # mallopt takes a C int
             mallopt(param, size)
