@@ -8,8 +8,8 @@ and unmaps it when freed, and pyarrow's allocator (mimalloc) purged freed pages 
 then faults every page in again: on a 30M-line run with ``--jobs 1``, about 790,000 page
 faults and 2 s of the 5.4 s were the system's. With the settings below (arrays under 64 MiB
 taken from glibc's heap, which keeps up to 128 MiB free for reuse; mimalloc purging pages
-freed for 200 ms) the same run makes about 110,000 faults and takes about 4 s, at a peak about
-60 MB higher.
+200 ms after they are freed) the same run makes about 110,000 faults and takes about 4.2 s, at
+a peak about 60 MB higher.
 
 The library leaves the allocators of a program that imports it alone: these settings are for
 rankeval's own processes. Each is a default: a variable already in the environment wins.
