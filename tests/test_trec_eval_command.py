@@ -106,7 +106,7 @@ def test_main_command_official_equals_trec_eval(complete: bool) -> None:
 def test_level_applies_to_measures_without_rel() -> None:
     main = CliRunner().invoke(app, [str(LEVELS), str(RESULTS), "-m", "P@10", "-m", "P(rel=1)@5", "-l", "2"])
     assert main.exit_code == 0, main.output
-    assert [line.split("\t")[0].strip() for line in main.stdout.splitlines()] == ["P(rel=2)@10", "P@5"]
+    assert [line.split("\t")[0].strip() for line in main.stdout.splitlines()] == ["P(rel=2)@10", "P(rel=1)@5"]  # rel=1 written: printed (P@5 would mean rel=2 under -l 2)
 
 
 @pytest.mark.parametrize(
@@ -153,11 +153,12 @@ def test_judged_only_nosummary_and_zscores(tmp_path: Path) -> None:
     )
     z = tmp_path / "z"
     z.write_text("1 P_1 0.5 0.25\n")
-    # q1: (0 - 0.5) / 0.25 = -2; q2 has no mean: -1000000; the summary is their mean
+    # q1: (0 - 0.5) / 0.25 = -2; q2 has no mean: -1000000; the summary is their mean; the
+    # names are trec_eval's Z scores' (Z, then the name padded to 22)
     assert trec_eval("-q", "-Z", z, "-m", "P.1", qrels, run) == (
-        "P_1                   \t1\t-2.0000\n"
-        "P_1                   \t2\t-1000000.0000\n"
-        "P_1                   \tall\t-500001.0000\n"
+        "ZP_1                   \t1\t-2.0000\n"
+        "ZP_1                   \t2\t-1000000.0000\n"
+        "ZP_1                   \tall\t-500001.0000\n"
     )
 
 

@@ -126,7 +126,7 @@ def _check_pytrec(qrels: Path, run: Path, level: int) -> int:
     frame = rankeval.evaluate(qrels, run, list(specs.values()), missing_zero=False)
     checked = 0
     for trec_name, spec in specs.items():
-        sub = frame[(frame["measure"] == spec) & (frame["query_id"] != "all")]
+        sub = frame[(frame["measure"] == spec) & frame["query_id"].notna()]
         ours = dict(zip(sub["query_id"], sub["value"], strict=True))
         for qid, values in ref.items():
             if qid in tied:

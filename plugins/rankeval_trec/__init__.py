@@ -118,13 +118,22 @@ def expand_measures(text: str) -> list[Measure] | None:
     that rankeval computes: ``runid``, ``num_q`` and ``relstring`` are left out)."""
     from rankeval.errors import SpecError
 
-    from .trec_names import expand
+    from .trec_names import TABLE, expand
 
     try:
         found = expand(text)
     except SpecError:
+        name, dot, _ = text.partition(".")
+        if dot and name in {f.name for f in TABLE}:  # trec_eval's measure, bad parameters
+            raise
         return None
-    return list(dict.fromkeys(m.measure for m in found if m.measure is not None))
+    measures = list(dict.fromkeys(m.measure for m in found if m.measure is not None))
+    if not measures:  # runid, num_q, relstring: no value per query
+        raise SpecError(
+            f"{text!r} is no number per query: only 'rankeval trec_eval -m {text}' prints it (trec_eval's {text})",
+            source="-m",
+        )
+    return measures
 
 
 @hookimpl

@@ -43,7 +43,7 @@ def segment_suffix_max(seg: np.ndarray, values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _reach(recall: float, num_rel: np.ndarray) -> np.ndarray:
+def reach(recall: float, num_rel: np.ndarray) -> np.ndarray:
     """trec_eval 9.0.8's number of relevant documents of a recall level: ``(long)(recall * R +
     0.9)`` (later versions round instead)."""
     return np.floor(recall * num_rel + 0.9).astype(np.int64)
@@ -63,7 +63,7 @@ def interpolated_precision(data: RankedLists, rel: int, recall: float) -> np.nda
 
     best, first, found = data.memo(("rankeval_trec.iprec", rel), curve)
     # the relevant document where the level is reached (the first one for a level of 0)
-    need = np.maximum(_reach(recall, data.num_rel(rel)), 1)
+    need = np.maximum(reach(recall, data.num_rel(rel)), 1)
     reached = need <= found
     out = np.zeros(data.num_queries)
     out[reached] = best[first[reached] + need[reached] - 1]
@@ -89,7 +89,9 @@ class IPrec(Measure):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.recall is None:
-            raise ValueError(f"{self.name} needs recall, a level in [0, 1], e.g. {self.name}@0.1")
+            raise ValueError(
+                f"{self.name} needs recall, a level in [0, 1], e.g. {self.with_params(recall=0.1)}"
+            )
 
     def compute(self, data: RankedLists) -> np.ndarray:
         assert self.recall is not None  # checked in __post_init__

@@ -182,6 +182,32 @@ def _label(value: float) -> str:
     return f"{value:3.2f}"
 
 
+def _family_of(name: str, text: str) -> _Family:
+    family = _BY_NAME.get(name)
+    if family is None:
+        raise SpecError(
+            f"illegal measure {text!r}: trec_eval knows {', '.join(sorted(_BY_NAME, key=str.lower))} "
+            f"and the nicknames {', '.join(NICKNAMES)}",
+            source="trec_eval -m",
+        )
+    return family
+
+
+def _asked(text: str) -> list[tuple[_Family, str | None]]:
+    """The measures of one ``-m`` value, each with its parameter text (``None``: none given)."""
+    if text in NICKNAMES:
+        return [(_BY_NAME[name], None) for name in NICKNAMES[text]]
+    name, dot, params = text.partition(".")
+    return [(_family_of(name, text), params if dot else None)]
+
+
+def _expand_checked(family: _Family, params: str | None, text: str, rel: int | None) -> list[TrecMeasure]:
+    try:
+        return _expand_family(family, params, rel)
+    except (ValueError, TypeError) as exc:
+        raise SpecError(f"illegal measure {text!r}: {exc}", source="trec_eval -m") from None
+
+
 def expand(text: str, rel: int | None = None) -> list[TrecMeasure]:
     """The measures that trec_eval's ``-m TEXT`` asks for, in trec_eval's order.
 
@@ -191,38 +217,27 @@ def expand(text: str, rel: int | None = None) -> list[TrecMeasure]:
     Raises:
         SpecError: an unknown measure or nickname, or parameters trec_eval would refuse.
     """
-    if text in NICKNAMES:
-        return [m for name in NICKNAMES[text] for m in expand(name, rel)]
-    name, dot, params = text.partition(".")
-    family = _BY_NAME.get(name)
-    if family is None:
-        raise SpecError(
-            f"illegal measure {text!r}: trec_eval knows {', '.join(sorted(_BY_NAME, key=str.lower))} "
-            f"and the nicknames {', '.join(NICKNAMES)}",
-            source="trec_eval -m",
-        )
-    try:
-        return _expand_family(family, params if dot else None, rel)
-    except (ValueError, TypeError) as exc:
-        raise SpecError(f"illegal measure {text!r}: {exc}", source="trec_eval -m") from None
+    return [m for family, params in _asked(text) for m in _expand_checked(family, params, text, rel)]
 
 
 def _expand_family(family: _Family, params: str | None, rel: int | None) -> list[TrecMeasure]:
     def entry(name: str, measure: Measure | None, param: float | None = None) -> TrecMeasure:
         return TrecMeasure(name, family.name, measure, family.kind, family.per_query, family.summary, param)
 
+    if params == "":
+        raise ValueError("no parameters after the '.'")
     if family.form in ("cutoffs", "levels"):
-        if params:
-            values = sorted(_floats(params))
-        else:
-            values = list(family.defaults)
+        values: list[float] = list(family.defaults) if params is None else _floats(params)
+        if family.form == "cutoffs":
+            values = [int(v) for v in values]  # trec_eval reads cutoffs with atol: 23.4 is 23
+            if min(values) <= 0:
+                raise ValueError(f"cutoffs must be > 0, found {min(values)}")
+        if len(set(values)) < len(values):
+            raise ValueError("a value is given twice")
         out = []
-        for v in values:
+        for v in sorted(values):
             if family.form == "cutoffs":
-                k = int(v)  # trec_eval reads cutoffs with atol: 23.4 is 23
-                if k <= 0:
-                    raise ValueError(f"cutoffs must be > 0, found {k}")
-                out.append(entry(f"{family.name}_{k}", _build(family, {family.param: k}, rel)))
+                out.append(entry(f"{family.name}_{int(v)}", _build(family, {family.param: int(v)}, rel)))
             else:
                 out.append(entry(f"{family.name}_{_label(v)}", _build(family, {family.param: v}, rel)))
         return out
@@ -237,16 +252,22 @@ def _expand_family(family: _Family, params: str | None, rel: int | None) -> list
 
 
 def expand_all(texts: list[str], rel: int | None = None) -> list[TrecMeasure]:
-    """The measures of several ``-m`` values (none: ``official``) in trec_eval's order; a
-    measure asked for again replaces its earlier outputs (so the parameters given last win)."""
-    by_family: dict[str, list[TrecMeasure]] = {}
+    """The measures of several ``-m`` values (none: ``official``) in trec_eval's order. A
+    measure asked for again keeps the parameters of the first ``-m`` that gave it some, as
+    trec_eval does (``-m P.5 -m P.10`` is ``P_5``; ``-m P.5 -m official`` too); a measure never
+    given parameters has its defaults. Every value is checked, the ignored ones too (trec_eval
+    does not read those: ``-m P.5 -m P.x`` is refused here)."""
+    chosen: dict[str, list[TrecMeasure]] = {}
+    given: set[str] = set()  # the measures given parameters
     for text in texts or ["official"]:
-        fresh: dict[str, list[TrecMeasure]] = {}
-        for m in expand(text, rel):
-            fresh.setdefault(m.family, []).append(m)
-        by_family.update(fresh)
+        for family, params in _asked(text):
+            found = _expand_checked(family, params, text, rel)
+            if family.name not in given:
+                chosen[family.name] = found
+            if params is not None:
+                given.add(family.name)
     order = {f.name: i for i, f in enumerate(TABLE)}
-    return [m for family in sorted(by_family, key=order.__getitem__) for m in by_family[family]]
+    return [m for name in sorted(chosen, key=order.__getitem__) for m in chosen[name]]
 
 
 def trec_name(measure: Measure) -> str | None:
