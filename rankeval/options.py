@@ -10,6 +10,7 @@ no pandas).
 from __future__ import annotations
 
 import numbers
+import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ __all__ = [
     "FORMATS",
     "MAX_INT",
     "MAX_SAMPLES",
+    "MAX_SEED",
     "PAIRS",
     "PLOT_FORMATS",
     "SPREADS",
@@ -32,12 +34,16 @@ __all__ = [
     "check_compare_options",
     "check_no_compat",
     "check_samples",
+    "check_seed",
     "eval_options",
 ]
 
 MAX_INT = 2**31 - 1
 #: the most resamples (or random orderings) a comparison draws
 MAX_SAMPLES = 10_000_000
+#: the largest seed of the random draws (numpy takes any non-negative integer; a seed is kept
+#: in results, and fits a signed 64-bit column up to this)
+MAX_SEED = 2**63 - 1
 
 #: significance tests of :func:`rankeval.compare` (:mod:`rankeval.comparison.stats`)
 TESTS = ("ttest", "wilcoxon", "bootstrap", "randomization")
@@ -84,6 +90,26 @@ def check_samples(samples: Any) -> None:
     :data:`MAX_SAMPLES`."""
     if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= MAX_SAMPLES:
         raise UsageError(f"samples must be an integer from 1 to {MAX_SAMPLES:,}, not {samples!r}")
+
+
+def check_seed(seed: Any, name: str = "seed", *, text: bool = False) -> int | None:
+    """The seed of the random draws, checked where it is given: an integer from 0 to
+    :data:`MAX_SEED`, or ``None`` (fresh draws each time); with *text*, the digits of a
+    command-line option (*name*: ``--seed``), for which ``None`` is not a value.
+
+    Raises:
+        UsageError: anything else (a negative number, a bool, a float, a string), naming
+            *name* and the accepted range.
+    """
+    value = seed
+    if text and isinstance(seed, str) and re.fullmatch(r"[+-]?[0-9]+", seed.strip()):
+        value = int(seed)
+    if value is None and not text:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= int(value) <= MAX_SEED:
+        none = "" if text else " (or None)"
+        raise UsageError(f"{name} must be a whole number from 0 to {MAX_SEED}{none}, not {seed!r}")
+    return int(value)
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,7 @@ import typer
 from typer.core import TyperGroup
 
 from rankeval.cli.common import (
-    RUNS_METAVAR,
-    DebugOption,
-    MaxDocsOption,
-    MeasureOption,
-    NestSepOption,
     PlainHelpCommand,
-    PluginOption,
-    PrecisionOption,
-    QrelsArgument,
     cli_registry,
     debug_enabled,
     emit,
@@ -34,6 +26,26 @@ from rankeval.cli.common import (
     warnings_to_stderr,
 )
 from rankeval.cli.compare import compare_cmd
+from rankeval.cli.shared_options import (
+    RUNS_METAVAR,
+    DebugOption,
+    DocinfoOption,
+    FormatOption,
+    MaxDocsOption,
+    MeasureOption,
+    NamesOption,
+    NestSepOption,
+    NoMissingZeroOption,
+    OnDuplicateOption,
+    OutputOption,
+    PerQueryOption,
+    PluginOption,
+    PrecisionOption,
+    QrelsArgument,
+    RelLevelOption,
+    formats_help,
+    on_duplicate_help,
+)
 from rankeval.errors import RankevalError, UsageError
 from rankeval.options import check_choice
 from rankeval.report.formats import FORMATS as BUILTIN_FORMATS
@@ -41,7 +53,9 @@ from rankeval.report.formats import FORMATS as BUILTIN_FORMATS
 
 class _DefaultGroup(TyperGroup):
     """A group whose first argument, when it is not a command name, starts ``evaluate``; the
-    commands of plugins (``register_commands`` hook) are added when they may be asked for."""
+    commands of plugins (``register_commands`` hook) are added when they may be asked for.
+    ``rankeval --help`` lists those of the built-in plugins only: printing help runs no
+    third-party code (``rankeval plugins`` lists every plugin's commands)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if args and _may_be_command(args[0]) and args[0] not in self.commands:
@@ -52,15 +66,15 @@ class _DefaultGroup(TyperGroup):
         return super().parse_args(ctx, args)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
-        self._add_plugin_commands()
+        self._add_plugin_commands(entry_points=False)
         plain_help(self.get_params(ctx))
         super().format_help(ctx, formatter)
 
-    def _add_plugin_commands(self) -> None:
+    def _add_plugin_commands(self, entry_points: bool = True) -> None:
         from rankeval.measures.plugins import load_registry
 
         try:
-            registry = load_registry()
+            registry = load_registry(entry_points=entry_points)
         except RankevalError:  # a broken plugin: its commands are not offered
             return
         for name, (_, command) in plugin_commands(registry).items():
@@ -108,6 +122,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     help="trec_eval-style evaluation of ranked retrieval.\n\n"
     "rankeval QRELS RUN [RUN ...] -m SPEC [-m SPEC ...]   (the default command: evaluate)",
+    epilog="Installed plugins may add commands: `rankeval plugins` lists them.",
 )
 
 
@@ -146,22 +161,22 @@ def _choices_help(registry: Any) -> dict[str, str]:
     dup = "".join(f"; {m.on_duplicate} with --compat {n}" for n, m in modes.items() if m.on_duplicate)
     described = "".join(f"; {n} = {m.description or 'a plugin mode'}" for n, m in modes.items())
     return {
-        "fmt": f"Output format: {'|'.join(formats)} (default trec{by_mode}).",
-        "on_duplicate": "A document given twice for a query: error (as trec_eval), first or max "
-        f"(default error{dup}).",
+        "fmt": formats_help(formats, by_mode),
+        "on_duplicate": on_duplicate_help(dup),
         "compat": f"Reproduce another evaluator's output: none (the default){described}.",
     }
 
 
 class _EvaluateCommand(PlainHelpCommand):
     """The evaluate command, whose ``--help`` lists the formats and compat modes of the
-    installed plugins."""
+    built-in plugins (printing help runs no third-party code; ``rankeval plugins`` lists what
+    the installed plugins add)."""
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         from rankeval.measures.plugins import load_registry
 
         try:
-            helps = _choices_help(load_registry())
+            helps = _choices_help(load_registry(entry_points=False))
         except RankevalError:  # a plugin whose hooks fail: its formats are not listed
             helps = _choices_help(None)
         for param in self.params:
@@ -170,8 +185,12 @@ class _EvaluateCommand(PlainHelpCommand):
         super().format_help(ctx, formatter)
 
 
-# options shared by evaluate and compare
-@app.command("evaluate", cls=_EvaluateCommand)
+# the options evaluate shares with other commands are declared once, in rankeval.cli.shared_options
+@app.command(
+    "evaluate",
+    cls=_EvaluateCommand,
+    epilog="Installed plugins may add formats and --compat modes: `rankeval plugins` lists them.",
+)
 def evaluate_cmd(
     qrels: QrelsArgument,
     runs: Annotated[
@@ -183,69 +202,18 @@ def evaluate_cmd(
         ),
     ],
     measure: MeasureOption = [],  # noqa: B006 - typer needs a list default
-    per_query: Annotated[
-        bool, typer.Option("-q", "--per-query", help="Also print per-query values.")
-    ] = False,
-    fmt: Annotated[
-        str | None,
-        typer.Option(
-            "-f",
-            "--format",
-            metavar="FORMAT",
-            help=_choices_help(None)["fmt"],
-        ),
-    ] = None,
+    per_query: PerQueryOption = False,
+    fmt: FormatOption = None,
     precision: PrecisionOption = None,
     plugin: PluginOption = [],  # noqa: B006
-    output: Annotated[
-        str | None, typer.Option("-o", "--output", metavar="FILE", help="Write results to FILE (atomically).")
-    ] = None,
-    no_missing_zero: Annotated[
-        bool,
-        typer.Option(
-            "--no-missing-zero",
-            help="Average only over queries in both qrels and run (trec_eval without -c).",
-        ),
-    ] = False,
+    output: OutputOption = None,
+    no_missing_zero: NoMissingZeroOption = False,
     max_docs: MaxDocsOption = None,
-    rel_level: Annotated[
-        int | None,
-        typer.Option(
-            "-l",
-            "--rel-level",
-            metavar="N",
-            help="Minimum grade counted as relevant, for every measure with a rel parameter that "
-            "its spec does not set (trec_eval -l; default: each measure's own, 1 for trec_eval's).",
-        ),
-    ] = None,
-    names: Annotated[
-        str,
-        typer.Option(
-            "--names",
-            metavar="STYLE",
-            help="Measure names printed: rankeval (the specs), trec (trec_eval's: map, P_10) or clef (the CLEF "
-            "TAR evaluator's: wss_95); with --compat clef, the evaluator's.",
-        ),
-    ] = "rankeval",
+    rel_level: RelLevelOption = None,
+    names: NamesOption = "rankeval",
     nest_sep: NestSepOption = "/",
-    on_duplicate: Annotated[
-        str | None,
-        typer.Option(
-            "--on-duplicate",
-            metavar="RULE",
-            help=_choices_help(None)["on_duplicate"],
-        ),
-    ] = None,
-    docinfo: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--docinfo",
-            metavar="FILE",
-            help="Side file of item attributes, lines 'docno key=value ...' (e.g. cost=120 for "
-            "TBG, sens=1 for CS-DCG), for judged and unjudged items in every query; repeat for "
-            "several files. Precedence: the item's qrels lines, then the files in order.",
-        ),
-    ] = None,
+    on_duplicate: OnDuplicateOption = None,
+    docinfo: DocinfoOption = None,
     compat: Annotated[
         str,
         typer.Option(
@@ -280,7 +248,8 @@ def evaluate_cmd(
             "--block-size",
             metavar="SIZE",
             help="Bytes of run text per block, e.g. 16MiB (default: 32MiB, or less so that each "
-            "process gets 4 blocks, down to 4MiB); the cut moves to the next query.",
+            "process gets 4 blocks, down to 4MiB; at least 64KiB: a smaller size is raised to it); "
+            "the cut moves to the next query.",
         ),
     ] = None,
     scheduler: Annotated[
@@ -317,10 +286,12 @@ def evaluate_cmd(
             registry = cli_registry(plugin)
         measures = parse_measures(registry, measure, None if rel_level is None else {"rel": rel_level}, compat)
         from rankeval.engine.evaluation import ENGINES, evaluate_results
+        from rankeval.io.blocks import MIN_BLOCK_SIZE
         from rankeval.measures.plugins import NAMES, measure_names
 
         check_choice("--engine", engine, ENGINES)
         check_choice("--names", names, NAMES)
+        size = None if block_size is None else max(MIN_BLOCK_SIZE, parse_size(block_size, "--block-size"))
         options = eval_options(no_missing_zero, nest_sep, max_docs, on_duplicate, docinfo, compat)
         qrels_obj, options = read_qrels(qrels, options)
         dask_options = None
@@ -340,7 +311,7 @@ def evaluate_cmd(
                 options=options,
                 engine=engine,
                 jobs=jobs,
-                block_size=parse_size(block_size, "--block-size") if block_size is not None else None,
+                block_size=size,
                 dask=dask_options,
                 registry=registry,
             )
@@ -417,14 +388,16 @@ def _list_plugins(registry: Any) -> None:
     formats = {fmt: plugin for fmt, (plugin, _) in plugin_formats(registry).items()}
     modes = {mode: plugin for mode, (plugin, _) in compat_modes(registry).items()}
     resolvers = {plugin for plugin, _ in hook_impls(registry, "resolve_measure")}
+    commands = {command: plugin for command, (plugin, _) in plugin_commands(registry).items()}
     for name, origin in registry.plugins.items():
         names = sorted(e.cls.name for e in registry.measures.values() if e.plugin == name)
         extra = [f"format {f}" for f, p in formats.items() if p == name]
         extra += [f"--compat {m}" for m, p in modes.items() if p == name]
+        extra += [f"command {c}" for c, p in commands.items() if p == name]
         if name in resolvers:
             extra.append("resolves other measure names")
-        more = f" ({'; '.join(extra)})" if extra else ""
-        typer.echo(f"{name}\t{origin}\t{', '.join(names)}{more}")
+        listed = " ".join(filter(None, [", ".join(names), f"({'; '.join(extra)})" if extra else ""]))
+        typer.echo(f"{name}\t{origin}\t{listed}")
     for name, why in registry.failures.items():
         typer.echo(f"{name}\tBROKEN\t{why}")
     if not registry.autoload:

@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from rankeval.cli.common import (
-    RUNS_METAVAR,
-    DebugOption,
-    MaxDocsOption,
-    MeasureOption,
-    NestSepOption,
-    PluginOption,
-    PrecisionOption,
-    QrelsArgument,
     cli_registry,
     emit,
     eval_options,
@@ -28,8 +21,37 @@ from rankeval.cli.common import (
     run_arguments,
     warnings_to_stderr,
 )
+from rankeval.cli.shared_options import (
+    RUNS_METAVAR,
+    DebugOption,
+    DocinfoOption,
+    FormatOption,
+    MaxDocsOption,
+    MeasureOption,
+    NamesOption,
+    NestSepOption,
+    NoMissingZeroOption,
+    OnDuplicateOption,
+    OutputOption,
+    PerQueryOption,
+    PluginOption,
+    PrecisionOption,
+    QrelsArgument,
+    RelLevelOption,
+)
 from rankeval.errors import UsageError
-from rankeval.options import FORMATS, PLOT_FORMATS, SPREADS, check_choice, check_compare_options
+from rankeval.options import (
+    FORMATS,
+    MAX_SEED,
+    PLOT_FORMATS,
+    SPREADS,
+    check_choice,
+    check_compare_options,
+    check_seed,
+)
+
+if TYPE_CHECKING:
+    from rankeval.comparison.compare import Comparison
 
 
 def compare_cmd(
@@ -81,7 +103,10 @@ def compare_cmd(
             "random orderings of the random baseline.",
         ),
     ] = 10_000,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random draws.")] = 0,
+    # a text, so that a bad value is rankeval's one-line error naming the range
+    seed: Annotated[
+        str, typer.Option("--seed", metavar="N", help=f"Seed of the random draws, 0 to {MAX_SEED}.")
+    ] = "0",
     ci: Annotated[
         str, typer.Option("--ci", help="Confidence intervals: t (mean ± t·sd/√n) or bootstrap (percentile).")
     ] = "t",
@@ -100,18 +125,11 @@ def compare_cmd(
             help="markdown/latex tables: show value ± std (over queries) or ± se (standard error), or none.",
         ),
     ] = "none",
-    per_query: Annotated[
-        bool, typer.Option("-q", "--per-query", help="Also per-query rows (not in markdown/latex).")
-    ] = False,
-    fmt: Annotated[
-        str,
-        typer.Option("-f", "--format", help=f"Output format: {' | '.join(FORMATS)}."),
-    ] = "trec",
+    per_query: PerQueryOption = False,
+    fmt: FormatOption = None,
     precision: PrecisionOption = None,
     plugin: PluginOption = [],  # noqa: B006
-    output: Annotated[
-        str | None, typer.Option("-o", "--output", help="Write the results to FILE (atomically).")
-    ] = None,
+    output: OutputOption = None,
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -120,7 +138,9 @@ def compare_cmd(
             help="Write plots into DIR: per-query differences from the baseline, score distributions, curves.",
         ),
     ] = None,
-    plot_format: Annotated[str, typer.Option("--plot-format", help="png | pdf | svg.")] = "png",
+    plot_format: Annotated[
+        str, typer.Option("--plot-format", metavar="FORMAT", help=f"Format of --plot's files: {', '.join(PLOT_FORMATS)}.")
+    ] = "png",
     panels: Annotated[
         Path | None,
         typer.Option(
@@ -150,24 +170,13 @@ def compare_cmd(
             "e.g. 'hTBG@h={1m,5m,30m,3h}' or 'nDCG@{1,5,10,20}' (needs --plot).",
         ),
     ] = [],  # noqa: B006
-    no_missing_zero: Annotated[
-        bool,
-        typer.Option(
-            "--no-missing-zero",
-            help="Queries a run lacks are left out of its comparisons instead of scoring 0.",
-        ),
-    ] = False,
+    no_missing_zero: NoMissingZeroOption = False,
     max_docs: MaxDocsOption = None,
+    rel_level: RelLevelOption = None,
+    names: NamesOption = "rankeval",
     nest_sep: NestSepOption = "/",
-    on_duplicate: Annotated[
-        str, typer.Option("--on-duplicate", help="A document given twice for a query: error, first or max.")
-    ] = "error",
-    docinfo: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--docinfo", metavar="FILE", help="Side file of item attributes (as for evaluate; repeatable)."
-        ),
-    ] = None,
+    on_duplicate: OnDuplicateOption = None,
+    docinfo: DocinfoOption = None,
     progress: Annotated[
         bool | None,
         typer.Option(
@@ -179,6 +188,8 @@ def compare_cmd(
     """Compare runs for a paper: scores, significance tests, corrections, intervals, tables, plots."""
     with handled(debug):
         check_compare_options(pairs, test, correction, family, ci, alpha, samples)
+        seed_value = check_seed(seed, "--seed", text=True)
+        fmt = fmt or "trec"
         check_choice("format", fmt, FORMATS)
         check_choice("spread", spread, SPREADS)
         check_choice("plot format", plot_format, PLOT_FORMATS)
@@ -202,7 +213,10 @@ def compare_cmd(
         )
         options = eval_options(no_missing_zero, nest_sep, max_docs, on_duplicate, docinfo)
         registry = cli_registry(plugin)
-        measures = parse_measures(registry, measure)
+        from rankeval.measures.plugins import NAMES, measure_names
+
+        check_choice("--names", names, NAMES)
+        measures = parse_measures(registry, measure, None if rel_level is None else {"rel": rel_level})
         for template in curve:
             expand_template(template)  # a bad template fails before any work
         qrels_obj, options = read_qrels(qrels, options)
@@ -220,7 +234,7 @@ def compare_cmd(
                 family=family,
                 alpha=alpha,
                 samples=samples,
-                seed=seed,
+                seed=seed_value,
                 ci=ci,
                 random_baseline=random_baseline,
                 registry=registry,
@@ -229,6 +243,8 @@ def compare_cmd(
             curves = [
                 parameter_curve(qrels_obj, run_objs, t, options=options, registry=registry) for t in curve
             ]
+        if names != "rankeval":
+            result = _renamed(result, measure_names(measures, names, registry))
         text = result.format(
             fmt,
             per_query=per_query,
@@ -241,3 +257,14 @@ def compare_cmd(
         if panels is not None:
             result.plot_panels(panels, curves=curves)
         emit(text, output)
+
+
+def _renamed(result: Comparison, names: dict[str, str]) -> Comparison:
+    """*result* with each measure *m* labelled ``names.get(m, m)`` (``--names``), as
+    :meth:`rankeval.engine.evaluation.Results.renamed` labels an evaluation's."""
+    return replace(
+        result,
+        measures=[names.get(m, m) for m in result.measures],
+        integer_measures={names.get(m, m) for m in result.integer_measures},
+        whole_measures={names.get(m, m) for m in result.whole_measures},
+    )

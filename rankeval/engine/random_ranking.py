@@ -44,7 +44,7 @@ from rankeval.engine.scoring import as_values
 from rankeval.errors import PluginError, measure_guard
 from rankeval.io.data import Qrels, Run, as_qrels, as_run
 from rankeval.measures.base import Measure
-from rankeval.options import EvalOptions, check_no_compat, check_samples, eval_options
+from rankeval.options import EvalOptions, check_no_compat, check_samples, check_seed, eval_options
 from rankeval.ranking.alignment import Alignment
 from rankeval.ranking.ranked_lists import RankedLists
 from rankeval.segments import segment_offsets
@@ -140,13 +140,13 @@ class RandomBaseline:
 
     def to_frame(self) -> pd.DataFrame:
         """Long DataFrame ``run, query_id, measure, value`` (run ``random``, aggregate rows
-        ``query_id == "all"``), as :func:`rankeval.evaluate` returns."""
+        with ``query_id`` ``None``), as :func:`rankeval.evaluate` returns."""
         import pandas as pd
 
         rows = []
         for i, m in enumerate(self.measures):
             rows += [("random", q, m, float(v)) for q, v in zip(self.query_ids, self.values[i], strict=True)]
-            rows.append(("random", "all", m, float(self.aggregate[i])))
+            rows.append(("random", None, m, float(self.aggregate[i])))
         return pd.DataFrame(rows, columns=["run", "query_id", "measure", "value"])
 
 
@@ -202,6 +202,7 @@ def random_baseline(
     measure_list = resolve_measures(measures, registry)
     plugins = measure_plugins(measure_list, registry)
     check_samples(samples)
+    seed = check_seed(seed)
     opts = eval_options(
         options,
         missing_zero=missing_zero,

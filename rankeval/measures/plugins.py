@@ -3,8 +3,9 @@
 Built-in measure families (the packages in ``plugins/``) are registered exactly like
 third-party plugins: by module, through the ``register_measures`` hook. Then come plugins
 advertised under the ``rankeval`` entry-point group (unless ``RANKEVAL_DISABLE_PLUGIN_AUTOLOAD``
-is set), then modules named with ``--plugin``. There is no module-global state: each call of
-:func:`load_registry` builds a fresh manager.
+is set), then modules named with ``--plugin``: an importable name (``mypkg.measures``) or the
+path of a ``.py`` file or of a package folder (:func:`_import_plugin`). There is no
+module-global state: each call of :func:`load_registry` builds a fresh manager.
 
 A plugin that fails while it is imported or registered -- any exception, and also
 ``SystemExit`` or ``KeyboardInterrupt`` raised by its own code -- is recorded in
@@ -15,8 +16,10 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -99,7 +102,10 @@ def load_registry(
     if registry.autoload:
         sources += [(name, value, "entry point") for name, value in advertised.items()]
     for p in plugins:
-        name = p if isinstance(p, str) else p.__name__
+        if isinstance(p, ModuleType):
+            name = p.__name__
+        else:  # a module name, or a path: the module's own name (firstrel for a/b/firstrel.py)
+            name = _path_module(p)[1] if _is_path(p) else p
         if isinstance(p, str) and not registry.autoload and p in advertised:
             sources.append((name, advertised[p], "entry point, --plugin"))  # as pytest's -p NAME
         else:
@@ -108,7 +114,7 @@ def load_registry(
         if name in blocked or name in registry.plugins:
             continue
         try:
-            module = importlib.import_module(target) if isinstance(target, str) else target
+            module = _import_plugin(target) if isinstance(target, str) else target
             pm.register(module, name=name)
             pm.check_pending()  # a misspelled hook fails loudly, but only this plugin
         except PLUGIN_FAULTS as exc:
@@ -124,6 +130,55 @@ def load_registry(
     for impl in pm.hook.register_measures.get_hookimpls():
         registry.collect(impl.plugin_name, impl.function)
     return registry
+
+
+#: what ``--plugin`` takes, said when it is given something else
+PLUGIN_FORMS = "--plugin takes an importable module name (mypkg.measures) or the path of a .py file or package folder"
+
+
+def _is_path(target: str) -> bool:
+    """Whether a ``--plugin`` value names a file or folder rather than a module."""
+    return target.endswith(".py") or "/" in target or os.sep in target
+
+
+def _path_module(target: str) -> tuple[Path, str]:
+    """The folder to import from and the module name of the file or package folder *target*."""
+    path = Path(target)
+    return path.parent, path.stem if path.suffix == ".py" else path.name
+
+
+def _import_plugin(target: str) -> ModuleType:
+    """The plugin module *target*: an importable name (``mypkg.measures``), or the path of a
+    ``.py`` file or a package folder, imported under its own name (``firstrel`` for
+    ``path/to/firstrel.py``) with its folder added to ``sys.path``, so that worker processes
+    import it as this one did.
+
+    Raises:
+        ImportError: a path that is not a ``.py`` file or a package folder, or whose module
+            name another module already has; a module name nothing provides (the message says
+            what ``--plugin`` takes); whatever the module raises while it is imported.
+    """
+    if not _is_path(target):
+        try:
+            return importlib.import_module(target)
+        except ModuleNotFoundError as exc:
+            if not exc.name or not (target == exc.name or target.startswith(f"{exc.name}.")):
+                raise  # a module the plugin imports is missing: its own message says which
+            raise ModuleNotFoundError(f"No module named {target!r}; {PLUGIN_FORMS}", name=exc.name) from None
+    folder, name = _path_module(target)
+    path = Path(target)
+    if not (path.is_file() and path.suffix == ".py") and not (path / "__init__.py").is_file():
+        what = "no such file or folder" if not path.exists() else "not a .py file or a folder with __init__.py"
+        raise ImportError(f"{target!r}: {what}; {PLUGIN_FORMS}")
+    if not name.isidentifier():
+        raise ImportError(f"{target!r}: {name!r} is not a Python module name; rename it (letters, digits, _)")
+    if str(folder.resolve()) not in sys.path:
+        sys.path.append(str(folder.resolve()))
+    module = importlib.import_module(name)
+    found = getattr(module, "__file__", None)
+    if found is None or Path(found).resolve() != (path / "__init__.py" if path.is_dir() else path).resolve():
+        raise ImportError(f"{target!r} would be module {name!r}, which is already {found or 'built in'}; rename it")
+    return module
 
 
 def _no_hooks(module: ModuleType) -> str:
