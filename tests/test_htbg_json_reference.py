@@ -10,14 +10,19 @@ for this test from its documentation and behaviour (not its code):
   individual's posts, over the truth order of its posts;
 - an individual reads its first ``max_docs`` posts (``None`` = all) until one stops it:
   ``E = Σ W_l Π_{m<l}(1 - R_m)``; it gains only if a post among them has ``R > 0``;
-- the "best" value sorts posts by ``R/W`` (posts with ``R = 0`` last) and individuals
-  relevant first, then by ascending reading time.
+- the "best" value sorts each individual's posts by the key ``R · P / W`` descending, ``P``
+  NumPy's product of all its word counts (int64 for JSON integers, which wraps past 2^63;
+  float64 otherwise, which reaches inf), ``-inf`` for posts with ``R = 0``, with Python's
+  stable sort over the truth order; it ranks individuals by label, descending, then by
+  ascending expected words, and every individual with a label > 0 gains.
 
-The adversarial inputs are the kinds the issue names: ties in scores (individuals and posts),
-null labels, individuals with 60-130 posts, and ``max_docs`` truncation. The reference's
-"best" differs from the exact ideal where it is not the maximum (a relevant individual
-without any post that can stop it gains there; truncation keeps an R/W prefix), and it
-overflows on long post lists; the best values are compared where neither applies.
+The adversarial inputs are the kinds the issues name: ties in scores (individuals and posts),
+null labels, individuals with 60-130 posts, ``max_docs`` truncation, graded labels, and word
+counts where the best value's key breaks down (0 words, integer products past 2^63, float
+products past 1.8e308). The reference's "best" differs from the exact ideal where it is not
+the maximum (a relevant individual without any post that can stop it gains there; truncation
+keeps a prefix of the key order; higher grades come first; the key is not R/W): the exact
+ideal is compared where none of these applies, ``ideal_rule=reference`` everywhere.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import math
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -42,13 +48,16 @@ def _time(relevant: bool, words: float) -> float:
     return T_SUMMARY + (T_ALPHA * words + T_BETA) * P_CLICK[relevant]
 
 
-def _read(posts: list[tuple[float, float]], max_docs: int | None) -> tuple[float, bool]:
-    """(expected words, signal) reading *posts* ``[(R, W), ...]`` in order."""
+def _read(
+    posts: list[tuple[float, float]], max_docs: int | None, stopping: bool = True
+) -> tuple[float, bool]:
+    """(expected words, signal) reading *posts* ``[(R, W), ...]`` in order (every word of
+    them without *stopping*: the reference's ``-t`` mode, TBG)."""
     words, keep_going, signal = 0.0, 1.0, False
     for stop, cost in posts[:max_docs]:
         signal = signal or stop > 0
         words += cost * keep_going
-        keep_going *= 1 - stop
+        keep_going *= 1 - stop if stopping else 1
     return words, signal
 
 
@@ -77,15 +86,47 @@ def reference_evaluate(truth: dict, prediction: dict, h: float, max_docs: int | 
     return out
 
 
-def reference_best(truth: dict, h: float, max_docs: int | None) -> dict[str, float]:
+def _int64(value: int) -> int:
+    """*value* wrapped to a signed 64-bit integer, as NumPy's int64 arithmetic wraps."""
+    return (value + 2**63) % 2**64 - 2**63
+
+
+def _word_product(words: list) -> np.float64:
+    """``np.prod`` of an individual's word counts, as the reference's key uses it (a float64):
+    JSON integers (below 2^63) multiply in int64, wrapping past 2^63; a float among them
+    makes the product a float64, which reaches inf past 1.8e308."""
+    if all(type(w) is int and abs(w) < 2**63 for w in words):
+        product = 1
+        for w in words:
+            product = _int64(product * w)
+        return np.float64(product)
+    total = np.float64(1.0)
+    with np.errstate(all="ignore"):  # inf past 1.8e308; inf * 0 = NaN
+        for w in words:
+            total = total * np.float64(w)
+    return total
+
+
+def _best_key(stop: float, words: float, product: np.float64) -> float:
+    """The reference's sort key of a post for its best value: R * P / W in float64 (a zero
+    word count gives 0/0 = NaN or inf), -inf for a post with R = 0."""
+    if stop == 0:
+        return -math.inf
+    with np.errstate(all="ignore"):
+        return float(np.float64(stop) * product / np.float64(words))
+
+
+def reference_best(truth: dict, h: float, max_docs: int | None, stopping: bool = True) -> dict[str, float]:
     out = {}
     for qid, individuals in truth.items():
         words = {}
         for u, (_, posts) in individuals.items():
-            pairs = [tuple(p) for p in posts.values()]
-            ordered = sorted((p for p in pairs if p[0] > 0), key=lambda p: p[0] / p[1], reverse=True)
-            ordered += [p for p in pairs if p[0] == 0]
-            words[u] = _read(ordered, max_docs)[0]
+            pairs = [tuple(p) for p in posts.values()]  # (R, W) in the truth order
+            product = _word_product([w for _, w in pairs])
+            # Python's stable sort, descending, over the truth order (NaN keys as it compares them)
+            ordered = sorted(pairs, key=lambda p: _best_key(p[0], p[1], product), reverse=True)
+            words[u] = _read(ordered, max_docs, stopping)[0]
+        # every individual with a label > 0 gains; the higher labels first, then the fewer words
         ranked = sorted(individuals, key=lambda u: (individuals[u][0], -words[u]), reverse=True)
         gains = [GAIN if individuals[u][0] > 0 else 0.0 for u in ranked]
         times = [_time(individuals[u][0] > 0, words[u]) for u in ranked]
@@ -97,7 +138,11 @@ def score(tmp: Path, truth: dict, prediction: dict, spec: str) -> dict[str, floa
     (tmp / "truth.json").write_text(json.dumps(truth))
     (tmp / "prediction.json").write_text(json.dumps(prediction))
     frame = rankeval.evaluate(tmp / "truth.json", tmp / "prediction.json", spec)
-    return {q: v for q, v in zip(frame["query_id"], frame["value"], strict=True) if q != "all"}
+    return {
+        q: v
+        for q, v in zip(frame["query_id"], frame["value"], strict=True)
+        if isinstance(q, str) and q != "all"
+    }
 
 
 def assert_close(ours: dict[str, float], theirs: dict[str, float], truth: dict) -> None:
@@ -117,8 +162,15 @@ WITH_NULLS = st.sampled_from([0, 1, 1, None])
 BINARY = st.sampled_from([0, 1, 1])
 
 
+GRADED = st.sampled_from([-1, 0, 1, 1, 2, 3])
+WORDS = st.integers(1, 400)
+# the reference's key arithmetic at its edges: zero words (0/0), integer products past 2^63
+# (80^10 wraps, 256^8 wraps to 0), float products past 1.8e308, float and integer mixed
+EDGE_WORDS = st.sampled_from([0, 0.0, 1, 80, 80.0, 256, 400, 2**40, 7.5, 1e200, 1e300])
+
+
 @st.composite
-def collections(draw, max_posts: int = 6, labels=WITH_NULLS):
+def collections(draw, max_posts: int = 6, labels=WITH_NULLS, words=WORDS):
     truth: dict = {}
     prediction: dict = {}
     for q in range(draw(st.integers(1, 2))):
@@ -131,7 +183,7 @@ def collections(draw, max_posts: int = 6, labels=WITH_NULLS):
             names = [f"p{i}" for i in draw(st.permutations(range(posts)))]
             truth[qid][f"u{u}"] = [
                 draw(labels),
-                {n: [draw(STOPS), draw(st.integers(1, 400))] for n in names},
+                {n: [draw(STOPS), draw(words)] for n in names},
             ]
             shuffled = draw(st.permutations(names))
             prediction[qid][f"u{u}"] = [draw(TIED_SCORES), {n: draw(TIED_SCORES) for n in shuffled}]
@@ -173,14 +225,22 @@ def test_exact_best_equals_the_reference_where_it_is_the_maximum(tmp_path_factor
     assert_close(ours, reference_best(truth, h, None), truth)
 
 
-@settings(max_examples=60, deadline=None)
-@given(collections(labels=BINARY), st.sampled_from([3, 60, 600]), st.sampled_from([None, 1, 2, 3]))
-def test_reference_ideal_rule_equals_the_reference_best(tmp_path_factory, data, h, max_docs):
-    """ideal_rule=reference: the reference's best, also under truncation and without signal."""
+@settings(max_examples=120, deadline=None)
+@given(
+    collections(max_posts=12, labels=GRADED, words=EDGE_WORDS) | collections(labels=BINARY),
+    st.sampled_from([3, 60, 600]),
+    st.sampled_from([None, 1, 2, 3]),
+    st.sampled_from(["hTBG", "TBG"]),
+)
+def test_reference_ideal_rule_equals_the_reference_best(tmp_path_factory, data, h, max_docs, measure):
+    """ideal_rule=reference: the reference's best, also under truncation, without signal,
+    with graded labels and with the word counts where its key's arithmetic breaks down; for
+    TBG, the best of the reference's -t mode (the same post order, every word read)."""
     truth, prediction = data
     tmp = tmp_path_factory.mktemp("refbest")
-    ours = score(tmp, truth, prediction, _spec(h, max_docs, ",ideal=true,ideal_rule=reference"))
-    assert_close(ours, reference_best(truth, h, max_docs), truth)
+    spec = _spec(h, max_docs, ",ideal=true,ideal_rule=reference").replace("hTBG", measure)
+    ours = score(tmp, truth, prediction, spec)
+    assert_close(ours, reference_best(truth, h, max_docs, stopping=measure == "hTBG"), truth)
 
 
 @pytest.mark.parametrize("max_docs", [None, 50, 60, 10])

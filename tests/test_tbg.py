@@ -33,6 +33,15 @@ def test_reference_toy_values(mode, measure, kind):
     assert checked == 6
 
 
+@pytest.mark.parametrize(("mode", "measure"), [("hierarchical", "hTBG"), ("tbg_mode_-t", "TBG")])
+def test_reference_ideal_rule_gives_the_toy_best(mode, measure):
+    specs = {h: f"{measure}(ideal=true,ideal_rule=reference)@h={h}" for h in ("3", "5", "10")}
+    ours = _values(rankeval.evaluate(TOY / "truth.json", TOY / "prediction.json", list(specs.values())))
+    for qid, by_h in EXPECTED[mode]["best"].items():
+        for h, want in by_h.items():
+            assert ours[(str(rankeval.parse_measure(specs[h])), qid)] == pytest.approx(want, rel=1e-12, abs=0)
+
+
 def test_normalised_is_value_over_ideal():
     frame = rankeval.evaluate(
         TOY / "truth.json", TOY / "prediction.json", "nhTBG@3 hTBG@3 hTBG(ideal=true)@3"
@@ -169,3 +178,53 @@ def test_ideal_with_truncation_chooses_which_posts_to_read(tmp_path):
     assert v[("hTBG(max_docs=2,ideal=true)@1m", "q1")] == pytest.approx(max(a_first, b_first), rel=1e-12)
     assert v[("hTBG(max_docs=2)@1m", "q1")] <= v[("hTBG(max_docs=2,ideal=true)@1m", "q1")]
     assert v[("nhTBG(max_docs=2)@1m", "q1")] <= 1.0
+
+
+# a relevant individual without posts (bob) in a nested collection: as the reference, which
+# reads an empty post list as 0 words and no post that can settle the assessment, bob gains
+# nothing under the signal rule; in TREC files bob reads his own cost= (issue 24, item 13)
+NO_POSTS_QRELS = """\
+q1 0 alice 1
+q1 0 bob 1 cost=100
+q1 0 carol 1
+q1 0 alice/p1 1 cost=50
+q1 0 carol/p1 1 cost=50
+"""
+NO_POSTS_RUN = """\
+q1 Q0 alice 1 3 r
+q1 Q0 bob 2 2 r
+q1 Q0 carol 3 1 r
+q1 Q0 alice/p1 1 1 r
+q1 Q0 carol/p1 1 1 r
+"""
+G = 0.64 * 0.77
+T_ALICE = 4.4 + 0.64 * (0.018 * 50 + 7.8)  # 9.968 s
+T_BOB = 4.4 + 0.64 * (0.018 * 100 + 7.8)  # 10.544 s: his own cost=
+T_BOB_JSON = 4.4 + 0.64 * 7.8  # 9.392 s: an empty post list is 0 words
+
+
+@pytest.mark.parametrize(
+    ("spec", "value"),
+    [
+        # bob takes his time but finds nothing: 0.8816 (1.3208 if he gained)
+        ("hTBG@60", G * (1 + 2 ** (-(T_ALICE + T_BOB) / 60))),
+        ("hTBG(signal=false)@60", G * (1 + 2 ** (-T_ALICE / 60) + 2 ** (-(T_ALICE + T_BOB) / 60))),
+        # TBG has no signal rule
+        ("TBG@60", G * (1 + 2 ** (-T_ALICE / 60) + 2 ** (-(T_ALICE + T_BOB) / 60))),
+    ],
+)
+def test_a_relevant_individual_without_posts_gains_only_without_the_signal_rule(tmp_path, spec, value):
+    (tmp_path / "q").write_text(NO_POSTS_QRELS)
+    (tmp_path / "r").write_text(NO_POSTS_RUN)
+    frame = rankeval.evaluate(tmp_path / "q", tmp_path / "r", spec)
+    assert frame["value"].iloc[0] == pytest.approx(value, rel=1e-12)
+
+
+def test_an_empty_post_list_in_json_is_read_as_the_reference_reads_it(tmp_path):
+    from test_htbg_json_reference import reference_evaluate, score
+
+    truth = {"q1": {"alice": [1, {"p1": [1, 50]}], "bob": [1, {}], "carol": [1, {"p1": [1, 50]}]}}
+    prediction = {"q1": {"alice": [3, {"p1": 1}], "bob": [2, {}], "carol": [1, {"p1": 1}]}}
+    ours = score(tmp_path, truth, prediction, "hTBG@60")["q1"]
+    assert ours == pytest.approx(G * (1 + 2 ** (-(T_ALICE + T_BOB_JSON) / 60)), rel=1e-12)
+    assert ours == pytest.approx(reference_evaluate(truth, prediction, 60, None)["q1"], rel=1e-12)

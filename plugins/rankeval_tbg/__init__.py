@@ -43,11 +43,13 @@ _GRADE = Domain(-(2**31), 2**31 - 1)
 
 @dataclass
 class _Items:
-    """Per item (see ``Alignment.num_items``): stopping probability R and cost W (NaN if
-    absent)."""
+    """Per item (see ``Alignment.num_items``): stopping probability R, cost W (NaN if
+    absent), and whether W was written as an integer (``cost=120``, JSON ``120``; not
+    ``120.0``): the hTBG reference multiplies integer word counts in 64-bit integers."""
 
     stop: np.ndarray
     cost: np.ndarray
+    integer: np.ndarray
 
     def lookup(self, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(R, W) of *items* (R 0 and W NaN where the item code is -1: judged nowhere)."""
@@ -84,7 +86,16 @@ def _make_items(data: RankedLists, smax: float) -> _Items:
     given = data.qrels.number_attribute("cost", "the reading cost", minimum=0)  # NaN where not given
     has = ~np.isnan(given)
     cost[index[has]] = given[has]
-    return _Items(stop, cost)
+    integer = np.zeros(n, dtype=bool)
+    if has.any():
+        import pyarrow.compute as pc
+
+        # an integer literal below 2^63: JSON's json module reads it as an int, which NumPy
+        # multiplies as int64 (a larger one it multiplies as a float)
+        literal = pc.match_substring_regex(table.column("cost"), r"^[+-]?[0-9]+$")
+        written = pc.fill_null(literal, False).to_numpy(zero_copy_only=False)
+        integer[index[has]] = written[has] & (given[has] < 2.0**63)
+    return _Items(stop, cost, integer)
 
 
 # ------------------------------------------------------------------------------ measures
@@ -120,8 +131,9 @@ class _TimeBiased(Measure):
     ideal: bool = param(False, "the value of the ideal ranking instead (Theorems 3.2 and 3.3)")
     ideal_rule: Literal["exact", "reference"] = param(
         "exact",
-        "exact: the ideal is the maximum over all rankings; reference: as the hTBG reference's "
-        "best_possible_htbg (posts in R/W order cut at max_docs, every at-risk individual gains)",
+        "exact: the ideal is the maximum over all rankings; reference: the hTBG reference's "
+        "best_possible_htbg (posts by its key R*prod(W)/W cut at max_docs, individuals by grade "
+        "then words, every at-risk individual gains)",
     )
 
     @classmethod
@@ -204,13 +216,17 @@ class _TimeBiased(Measure):
             stop, cost = items.lookup(kids.row_items())
         cost = self._fill_cost(cost, kids, ideal)
         if ideal:
-            # a subnormal cost overflows stop / cost to inf: the right order (read it first)
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                ratio = np.where(cost > 0, stop / cost, np.where(stop > 0, np.inf, 0.0))
-            key = -ratio if self.hierarchical else cost
             # equal keys: the qrels order (the reference's stable sort over the truth file)
             assert kids.alignment is not None and kids.judged_items is not None
-            order = np.lexsort((kids.alignment.qrels_position(kids.judged_items), key, seg))
+            position = kids.alignment.qrels_position(kids.judged_items)
+            if self.ideal_rule == "reference":
+                integer = items.integer[kids.judged_items]
+                order = _reference_post_order(seg, position, stop, cost, integer)
+            else:
+                # a subnormal cost overflows stop / cost to inf: the right order (read it first)
+                with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                    ratio = np.where(cost > 0, stop / cost, np.where(stop > 0, np.inf, 0.0))
+                order = np.lexsort((position, -ratio if self.hierarchical else cost, seg))
             seg, stop, cost = seg[order], stop[order], cost[order]
             pos = segment_position(seg)
         else:
@@ -235,9 +251,11 @@ class _TimeBiased(Measure):
             seg, pos, stop, cost = seg[keep], pos[keep], stop[keep], cost[keep]
         read_on = segment_grid(seg, pos, 1.0 - stop, nsub, fill=1.0)
         words = segment_grid(seg, pos, cost, nsub)
+        with np.errstate(over="ignore"):  # past 1.8e308 words: inf, as the reference's float sum
+            expected, total = (words * _exclusive_product(read_on)).sum(axis=1), words.sum(axis=1)
         stats = {
-            "expected": (words * _exclusive_product(read_on)).sum(axis=1),
-            "total": words.sum(axis=1),
+            "expected": expected,
+            "total": total,
             "signal": (segment_grid(seg, pos, stop, nsub) > 0).any(axis=1),
             "items": kids.parent_items,
         }
@@ -338,12 +356,52 @@ class _TimeBiased(Measure):
             # only the relevant items' costs matter for the ideal ranking (Theorem 3.2)
             own[relevant] = self._fill_cost(own[relevant], data, True, np.flatnonzero(relevant))
         words, signal = self._words(data, keys, own, True)
-        gaining = relevant & signal if self.ideal_rule == "exact" else relevant
+        if self.ideal_rule == "exact":
+            gaining = relevant & signal
+            sort_by: tuple[np.ndarray, ...] = (~gaining, jq)
+        else:
+            # the reference's best: every relevant individual gains, the higher grades first
+            gaining = relevant
+            sort_by = (-data.judged_relevance, ~gaining, jq)
         time = self._time(relevant, np.where(gaining, words, 0.0))
-        order = np.lexsort((time, ~gaining, jq))
+        order = np.lexsort((time, *sort_by))
         q, t, g = jq[order], time[order], gaining[order]
         before = segment_exclusive_sum(q, np.where(g, t, 0.0))
         return q, np.where(g, self._gain(), 0.0), before
+
+
+def _reference_post_order(
+    seg: np.ndarray, position: np.ndarray, stop: np.ndarray, cost: np.ndarray, integer: np.ndarray
+) -> np.ndarray:
+    """The order in which the hTBG reference's best value (``best_possible_htbg``) reads each
+    individual's judged posts: descending key ``R · P / W`` (``-inf`` for ``R = 0``), ties in
+    the qrels order (Python's stable sort over the truth file), *seg* the individual.
+
+    ``P`` is NumPy's product of all of the individual's word counts, in the qrels order: in
+    int64, which wraps past 2^63, when every one is an integer (the reference's ``np.prod``
+    of JSON integers), else in float64, which can reach ``inf`` (and ``inf · 0 = NaN``).
+    The key is then float64 arithmetic, so a zero word count gives ``0/0 = NaN``: an
+    individual with a NaN key is sorted by Python's ``sorted`` itself, for which NaN
+    compares neither below nor above anything (the order then depends on the sort's steps).
+    """
+    if len(seg) == 0:
+        return np.zeros(0, dtype=np.int64)
+    first = np.lexsort((position, seg))
+    seg, stop, cost, integer = seg[first], stop[first], cost[first], integer[first]
+    starts = np.flatnonzero(np.concatenate(([True], seg[1:] != seg[:-1])))
+    ends = np.append(starts[1:], len(seg))
+    whole = np.logical_and.reduceat(integer, starts)
+    wrapped = np.multiply.reduceat(np.where(integer, cost, 1.0).astype(np.int64), starts)
+    with np.errstate(all="ignore"):  # past 1.8e308 the float64 product is inf, as the reference's
+        product = np.where(whole, wrapped.astype(np.float64), np.multiply.reduceat(cost, starts))
+        product = np.repeat(product, ends - starts)
+        key = np.where(stop > 0, stop * product / cost, -np.inf)
+    order = np.lexsort((-key, seg))  # stable: equal keys keep the qrels order
+    for i in np.unique(np.searchsorted(starts, np.flatnonzero(np.isnan(key)), "right") - 1):
+        keys = key[starts[i] : ends[i]].tolist()
+        within = sorted(range(len(keys)), key=keys.__getitem__, reverse=True)
+        order[starts[i] : ends[i]] = starts[i] + np.asarray(within)
+    return first[order]
 
 
 def _best_truncated_reading(stop: np.ndarray, words: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
