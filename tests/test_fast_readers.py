@@ -99,14 +99,15 @@ def test_prediction_fast_path_equals_the_exact_path(tmp_path, prediction, indent
 
 
 CLEAN_IDS = st.text("abcdéü_.-", min_size=1, max_size=4)
+GRADES = st.floats(*trec.GRADES) | st.sampled_from([0.0, -0.0, 0.5, 1e-300, 5e-324])  # relevance values
 CLEAN_TRUTHS = st.dictionaries(
     CLEAN_IDS,
     st.dictionaries(
         CLEAN_IDS,
         st.tuples(
-            st.none() | FLOATS,
+            st.none() | GRADES,
             st.dictionaries(
-                CLEAN_IDS, st.tuples(FLOATS, FLOATS | st.integers(0, 10**6)).map(list), max_size=4
+                CLEAN_IDS, st.tuples(GRADES, FLOATS | st.integers(0, 10**6)).map(list), max_size=4
             ),
         ).map(list),
         min_size=1,
@@ -173,7 +174,7 @@ def test_the_tables_are_those_the_readers_built_from_rows(tmp_path):
             "doc_id": "u/p",
             "relevance": 0.25,
             "line": 0,
-            "cost": "56.0",
+            "cost": "56",
             "exclude": None,
         },
         {
@@ -199,12 +200,13 @@ def test_the_tables_are_those_the_readers_built_from_rows(tmp_path):
 
 
 def test_word_counts_keep_their_repr(tmp_path):
-    truth = {
-        "q": {"u": [1, {"a": [0.5, 7.5], "b": [0, 1e20], "c": [1, 10**15], "d": [0, 0.1], "e": [0, -3]}]}
-    }
+    """A float's repr; an integer as written (the hTBG reference multiplies integers as int64)."""
+    posts = {"a": [0.5, 7.5], "b": [0, 1e20], "c": [1, 10**15], "d": [0, 0.1], "e": [0, -3], "f": [0, 15.0]}
+    truth = {"q": {"u": [1, posts], "v": [1, {"g": [0, 2**53 + 1], "h": [0, 10**20]}]}}
     (tmp_path / "t.json").write_text(json.dumps(truth))
     cost = Qrels.read(tmp_path / "t.json").table.column("cost").to_pylist()
-    assert cost == [None, "7.5", "1e+20", "1000000000000000.0", "0.1", "-3.0"]
+    first = [None, "7.5", "1e+20", "1000000000000000", "0.1", "-3", "15.0"]
+    assert cost == [*first, None, "9007199254740993", str(10**20)]
 
 
 # each anomaly: the file, and a part of the exact path's message (pinned from the reader as it was)
@@ -324,7 +326,7 @@ def test_invalid_utf8_is_named_as_before(tmp_path):
     [
         '{"q": {"a": [-0, {"x": [-0, -0]}]}}',  # -0: msgspec reads 0.0, Python's json -0.0
         '{"q": {"a": [1, {"x": [0.5, 1]}]}, "u-0": {"b": [ -0 , {}]}}',
-        '{"q": {"a": [123456789012345678901234567890, {"x": [0.5, 18446744073709551617]}]}}',
+        '{"q": {"a": [2147483647, {"x": [0.5, 18446744073709551617]}]}}',  # the largest grade
         '{"q:": {"a:b": [1, {"x::": [0.5, 1]}]}, "r\\u003a": {"c": [0, {}]}}',  # colons in ids
     ],
 )
@@ -350,14 +352,14 @@ def test_infinite_scores_give_the_exact_rows(tmp_path, text):
     assert expected[0] == "rows" and outcome(lambda: htbg_json.read_prediction(path)) == expected
 
 
-def test_a_lone_surrogate_fails_as_before(tmp_path):
-    """Python's json reads a lone surrogate (msgspec does not): the table cannot hold it,
-    with the same exception as when the rows were turned into a table."""
+def test_a_lone_surrogate_is_refused_by_both_paths(tmp_path):
+    """Python's json reads a lone surrogate (msgspec does not): the exact path refuses it,
+    with its JSON path, and the reader gives that error."""
     path = tmp_path / "truth.json"
     path.write_text('{"q": {"\\ud800": [1, {"x": [0.5, 1]}]}}')
-    assert exact_truth(path)[0][2] == "\ud800"
-    with pytest.raises(UnicodeEncodeError):
-        htbg_json.read_truth_table(path)
+    expected = outcome(lambda: exact_truth(path))
+    assert expected[0] == "error" and '$["q"]["\\ud800"]: unpaired surrogate' in expected[1]
+    assert outcome(lambda: htbg_json.read_truth_table(path)) == expected
 
 
 # ---------------------------------------------------------------------------- qrels

@@ -92,6 +92,20 @@ CASES: list[tuple[str, bytes | str, str, int, list[str], int | None]] = [
         ["finite"],
         None,
     ),
+    # ---- relevance beyond the grades' exact range (32-bit integers; see docs/formats.md)
+    ("relevance 1e19", b"1 0 d1 1\n1 0 d2 1e19\n", "qrels", 1, ["[-2147483648, 2147483647]", "'1e19'"], 2),
+    ("relevance 1.7e308", b"1 0 d1 1.7e308\n", "qrels", 1, ["[-2147483648, 2147483647]"], 1),
+    ("relevance 2**31", b"1 0 d1 2147483648\n", "qrels", 1, ["[-2147483648, 2147483647]"], 1),
+    ("relevance -2**31-1", b"1 0 d1 -2147483649\n", "qrels", 1, ["[-2147483648, 2147483647]"], 1),
+    ("JSON label 1e19", b'{"q1": {"u1": [1e19, {}]}}', "truth", 1, ['$["q1"]["u1"][0]', "2147483647]"], None),
+    (
+        "JSON stop probability 1.7e308",
+        b'{"q1": {"u1": [1, {"p1": [1.7e308, 3]}]}}',
+        "truth",
+        1,
+        ['$["q1"]["u1"][1]["p1"][0]', "2147483647]"],
+        None,
+    ),
     # ---- the same judgment twice
     (
         "repeated judgment",
@@ -133,6 +147,48 @@ CASES: list[tuple[str, bytes | str, str, int, list[str], int | None]] = [
     ("invalid UTF-8 in docinfo", b"d1 cost=1\nd\xff cost=2\n", "docinfo", 1, ["not valid UTF-8"], 2),
     ("UTF-16 truth JSON", json.dumps(TRUTH).encode("utf-16"), "truth", 1, ["UTF-16"], 1),
     ("invalid UTF-8 in JSON", b'{"q1": {"u\xff": [1, {}]}}', "truth", 1, ["not valid UTF-8"], 1),
+    # ---- unpaired surrogates: encoded (not UTF-8), or a JSON escape (valid JSON, no text)
+    ("encoded surrogate in qrels", b"1 0 d1 1\n1 0 d\xed\xa0\x80 1\n", "qrels", 1, ["not valid UTF-8"], 2),
+    (
+        "encoded surrogate, clean run",
+        b"1 Q0 d1 1 3 t\n1 Q0 \xed\xb0\x80 2 2 t\n",
+        "run",
+        1,
+        ["not valid UTF-8"],
+        2,
+    ),
+    (
+        "encoded surrogate, gzip run",
+        gzip.compress(b"1\tQ0\td1\t1\t3\tt\n1\tQ0\td2\t2\t2\t\xed\xa0\x80\n"),
+        "run",
+        1,
+        ["not valid UTF-8"],
+        2,
+    ),
+    (
+        "encoded surrogate in docinfo",
+        b"d1 cost=1\nd\xed\xbf\xbf cost=2\n",
+        "docinfo",
+        1,
+        ["not valid UTF-8"],
+        2,
+    ),
+    (
+        "surrogate escape in a JSON individual",
+        b'{"q1": {"\\ud800": [1, {}]}}',
+        "truth",
+        1,
+        ["unpaired surrogate", '$["q1"]["\\ud800"]'],
+        None,
+    ),
+    (
+        "surrogate escape in a JSON document",
+        b'{"q1": {"u1": [1, {"p\\udfff": 0.5}]}}',
+        "prediction",
+        1,
+        ["unpaired surrogate", '$["q1"]["u1"][1]["p\\udfff"]'],
+        None,
+    ),
     # ---- JSON
     ("malformed JSON", b'{"q1": {"u1": [1, {}]}\n,}', "truth", 1, ["not valid JSON"], 2),
     ("JSON nested too deeply", nested(100_000), "prediction", 1, ["nested too deeply"], None),
@@ -409,7 +465,9 @@ def test_decompression_bomb(tmp_path: Path, monkeypatch) -> None:
     assert info.value.source == str(bomb)
     # the engine streams a compressed run block by block (memory bounded by the block size,
     # not by the decompressed size): the bomb is read until its first bad line
-    message = assert_clean_cli_failure(invoke([qrels, bomb, "-m", "AP", "--jobs", "1", "--block-size", "65536"]))
+    message = assert_clean_cli_failure(
+        invoke([qrels, bomb, "-m", "AP", "--jobs", "1", "--block-size", "65536"])
+    )
     assert f"{bomb}:2: duplicate document 'd'" in message
     assert message.count("\n") == 2  # the message and the line
 

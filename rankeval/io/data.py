@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from rankeval.errors import InputError, RankevalError, UsageError, clip
 from rankeval.io import attributes, forms, htbg_json, inputs
 from rankeval.io import trec as io
+from rankeval.io.lines import surrogate_message
 
 if TYPE_CHECKING:
     import numpy as np
@@ -257,27 +258,28 @@ class Qrels:
 
         Raises:
             UsageError: a required column is missing, or the relevance is not numeric.
-            InputError: a relevance that is not finite, or the same ``(query_id,
-                iteration, doc_id)`` on two rows (naming both), as in a qrels file.
+            InputError: as in a qrels file: a missing (``None``, ``NaN``) or empty id, one
+                with a control character or an unpaired surrogate; a relevance outside
+                :data:`rankeval.io.trec.GRADES` or not finite; the same ``(query_id,
+                iteration, doc_id)`` on two rows (naming both).
         """
         import pyarrow as pa
 
         frame = forms.with_columns(frame, ("query_id", "doc_id", "relevance"), "qrels", source)
         cols: dict[str, Any] = {
-            "query_id": pa.array(frame["query_id"].astype(str), pa.string()),
-            "iteration": pa.array(
-                frame["iteration"].astype(str) if "iteration" in frame else ["0"] * len(frame), pa.string()
+            "query_id": _strings(frame["query_id"], "query_id", source),
+            "iteration": (
+                _strings(frame["iteration"], "iteration", source)
+                if "iteration" in frame
+                else pa.repeat(pa.scalar("0", pa.string()), len(frame))
             ),
-            "doc_id": pa.array(frame["doc_id"].astype(str), pa.string()),
+            "doc_id": _strings(frame["doc_id"], "doc_id", source),
             "relevance": pa.array(_floats(frame["relevance"], "relevance", source), pa.float64()),
             "line": pa.array([0] * len(frame), pa.int64()),
         }
         for c in frame.columns:
             if c not in cols:
-                values = frame[c]
-                cols[str(c)] = pa.array(
-                    [None if v is None or v != v else str(v) for v in values], pa.string()
-                )
+                cols[str(c)] = _strings(frame[c], str(c), source)  # null: not given
         table = pa.table(cols)
         io.check_judgments(table, source)
         return cls(table, source)
@@ -288,7 +290,9 @@ class Qrels:
         import pandas as pd
 
         rows = _dict_rows(data, "relevance", source)
-        return cls.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance"]), source)
+        return cls.from_frame(
+            pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance"], dtype=object), source
+        )
 
 
 class Run:
@@ -401,7 +405,9 @@ class Run:
 
         Raises:
             UsageError: a required column is missing, or the score is not numeric.
-            InputError: a NaN score (naming the row), as in a run file.
+            InputError: as in a run file (naming the row): a NaN score; a missing
+                (``None``, ``NaN``) or empty id, one with a control character or an
+                unpaired surrogate.
         """
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -410,16 +416,28 @@ class Run:
         n = len(frame)
 
         def col(key: str, default: str) -> pa.Array:
-            values = frame[key].astype(str) if key in frame else [default] * n
-            return pc.dictionary_encode(pa.array(values, pa.string()))
+            return (
+                _strings(frame[key], key, name)
+                if key in frame
+                else pa.repeat(pa.scalar(default, pa.string()), n)
+            )
 
-        table = pa.table(
+        ids = pa.table(
             {
                 "query_id": col("query_id", ""),
                 "q0": col("q0", "Q0"),
-                "doc_id": pa.array(frame["doc_id"].astype(str), pa.string()),
-                "score": pa.array(_floats(frame["score"], "score", name), pa.float64()),
+                "doc_id": col("doc_id", ""),
                 "tag": col("tag", name),
+            }
+        )
+        io.check_ids(ids, tuple(ids.column_names), name)
+        table = pa.table(
+            {
+                "query_id": pc.dictionary_encode(ids.column("query_id").combine_chunks()),
+                "q0": pc.dictionary_encode(ids.column("q0").combine_chunks()),
+                "doc_id": ids.column("doc_id").combine_chunks(),
+                "score": pa.array(_floats(frame["score"], "score", name), pa.float64()),
+                "tag": pc.dictionary_encode(ids.column("tag").combine_chunks()),
             }
         )
         # pandas' NaN becomes a null in pyarrow: both are a NaN score
@@ -439,7 +457,7 @@ class Run:
         import pandas as pd
 
         rows = _dict_rows(data, "score", f"<dict {name}>")
-        return cls.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "score"]), name)
+        return cls.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "score"], dtype=object), name)
 
 
 def _check_source(source: Any) -> None:
@@ -447,7 +465,7 @@ def _check_source(source: Any) -> None:
         raise UsageError(f"expected a path (or '-' for standard input), not {type(source).__name__}")
 
 
-def _dict_rows(data: Any, what: str, source: str) -> list[tuple[str, str, float]]:
+def _dict_rows(data: Any, what: str, source: str) -> list[tuple[Any, Any, float]]:
     """``(query_id, doc_id, number)`` rows of ``{query_id: {doc_id: number}}``.
 
     Raises:
@@ -469,8 +487,36 @@ def _dict_rows(data: Any, what: str, source: str) -> list[tuple[str, str, float]
                 raise UsageError(
                     f"{source}: query {q!r} document {d!r}: expected a number for the {what}, found {v!r}"
                 )
-            rows.append((str(q), str(d), float(v)))
+            rows.append((q, d, float(v)))  # ids as given (in object columns): from_frame checks them
     return rows
+
+
+def _strings(values: pd.Series, column: str, source: str) -> pa.Array:
+    """A DataFrame column of ids as strings (``str`` of each value), null where pandas sees
+    a missing value (``None``, ``NaN``, ``pd.NA``) for :func:`rankeval.io.trec.check_ids`
+    to refuse.
+
+    Raises:
+        InputError: a value whose text holds an unpaired surrogate (no file can hold it),
+            naming the column and the row.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    missing = values.isna().to_numpy(dtype=bool)
+    try:
+        text = pa.array(values.astype(str), pa.string())
+    except UnicodeEncodeError:
+        for row, (value, gone) in enumerate(zip(values.tolist(), missing.tolist(), strict=True)):
+            bad = None if gone else next((c for c in str(value) if "\ud800" <= c <= "\udfff"), None)
+            if bad is not None:
+                raise InputError(
+                    f"{surrogate_message(bad)} ({column} {value!r}, row {row + 1})", source=source
+                ) from None
+        raise  # pragma: no cover - pyarrow encodes any other str
+    if missing.any():  # pandas 2 writes them "None", "nan"
+        text = pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), text)
+    return text
 
 
 def _nth_line(data: bytes, line: int) -> str | None:

@@ -111,7 +111,8 @@ def namedtuple_frame(items: list[Any], source: str) -> pd.DataFrame:
             raise UsageError(
                 f"item {i + 1} is {describe(item)}, not a {kind.__name__} like the first item", source=source
             )
-    return pd.DataFrame(items, columns=list(items[0]._fields))
+    # object columns: values as given (an id pandas cannot make a string is the reader's to name)
+    return pd.DataFrame(items, columns=list(items[0]._fields), dtype=object)
 
 
 def is_one_run(runs: Mapping[Any, Any]) -> bool:

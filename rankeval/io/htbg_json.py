@@ -12,8 +12,11 @@ The reader checks what the TREC readers check, and names the place by its JSON p
 (``$["q_1"]["user_1"][1]["doc_2"]``): UTF-8 text (UTF-16 and invalid bytes are named),
 valid JSON no deeper than the format needs (a deeper document stops with a message, not
 with Python's ``RecursionError``), the structure above, finite numbers (a score may be
-``±Infinity``, not ``NaN``), no key twice in one object (Python's ``json`` would keep the
-last silently), no control characters in ids, no item twice, and at least one judgment.
+``±Infinity``, not ``NaN``; a label or stopping probability within the grades' range,
+:data:`rankeval.io.trec.GRADES`), no key twice in one object (Python's ``json`` would keep
+the last silently), no control characters in ids and no unpaired surrogate escape
+(``"\\ud800"``: valid JSON, but no text), no item twice, and at least one judgment. A truth
+file given as the prediction (or the other way round) is named as such.
 
 Two paths, one result, to the bit. The **fast path** decodes with msgspec into the format's
 types (structure and number types checked in C), flattens into columns and checks the rest
@@ -98,6 +101,19 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:60] + "..."
 
 
+class _Integer(float):
+    """A JSON integer, read as a float that keeps its literal: a word count keeps it as its
+    ``cost=`` text (``120``, not ``120.0``), since the hTBG reference multiplies integer
+    word counts as 64-bit integers and others as floats (``rankeval_tbg``'s reference ideal)."""
+
+    text: str
+
+    def __new__(cls, literal: str) -> _Integer:
+        number = super().__new__(cls, literal)
+        number.text = literal
+        return number
+
+
 def _load(data: bytes, name: str, expected: str) -> dict[str, Any]:
     """The JSON document of *data* (the bytes of file *name*), which must be an object.
 
@@ -114,7 +130,7 @@ def _load(data: bytes, name: str, expected: str) -> dict[str, Any]:
     try:
         # integers as floats: every number of the format is read as one, and Python's int()
         # refuses literals of more than 4300 digits (float() makes them infinite: refused below)
-        document = json.loads(text, object_pairs_hook=_object, parse_int=float)
+        document = json.loads(text, object_pairs_hook=_object, parse_int=_Integer)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"not valid JSON: {exc.msg}; expected {expected}", source=name, line=exc.lineno, column=exc.colno
@@ -159,6 +175,9 @@ class _Reader:
                 )
             if not key:
                 raise self.fail((*keys, key), "empty id; expected a non-empty id")
+            surrogate = None if key.isascii() else _SURROGATE.search(key)
+            if surrogate:
+                raise self.fail((*keys, key), lines.surrogate_message(surrogate.group()))
         return value
 
     def pair(self, value: Any, keys: tuple[str | int, ...], what: str) -> tuple[Any, Any]:
@@ -178,6 +197,13 @@ class _Reader:
             raise self.fail(keys, "expected a number, found NaN")
         if not infinite and number in (float("inf"), float("-inf")):
             raise self.fail(keys, f"expected a finite number, found {_show(value)}")
+        return number
+
+    def grade(self, value: Any, keys: tuple[str | int, ...]) -> float:
+        """*value* as a relevance: a number within :data:`rankeval.io.trec.GRADES`."""
+        number = self.number(value, keys)
+        if not io.GRADES[0] <= number <= io.GRADES[1]:
+            raise self.fail(keys, f"expected {io.GRADES_EXPECTED}, found {_show(value)}")
         return number
 
     def individuals(self) -> Iterator[tuple[str, str, Any, dict[str, Any]]]:
@@ -212,19 +238,24 @@ def _exact_truth(data: bytes, name: str, sep: str) -> list[TruthRow]:
     del data
     rows: list[TruthRow] = []
     seen: dict[tuple[str, str], tuple[str | int, ...]] = {}
+    documents = 0
     for qid, ind, label, docs in reader.individuals():
         reader.unique(seen, qid, ind, (qid, ind))
         if label is None:
             rows.append((qid, "0", ind, 0.0, None, "1"))
         else:
-            rows.append((qid, "0", ind, reader.number(label, (qid, ind, 0)), None, None))
+            rows.append((qid, "0", ind, reader.grade(label, (qid, ind, 0)), None, None))
         for doc, judgment in docs.items():
             keys = (qid, ind, 1, doc)
+            if not documents and isinstance(judgment, (int, float)) and not isinstance(judgment, bool):
+                raise _swapped(reader.name, "prediction")  # {doc: score}: the run
+            documents += 1
             stop, words = reader.pair(judgment, keys, "stop_probability, words")
             cost = reader.number(words, (*keys, 1))
             item = f"{ind}{sep}{doc}"
             reader.unique(seen, qid, item, keys)
-            rows.append((qid, "0", item, reader.number(stop, (*keys, 0)), repr(cost), None))
+            text = words.text if isinstance(words, _Integer) else repr(cost)
+            rows.append((qid, "0", item, reader.grade(stop, (*keys, 0)), text, None))
     if not rows:
         raise InputError(f"no judgments: it has no individual; expected {_TRUTH}", source=reader.name)
     return rows
@@ -236,10 +267,14 @@ def _exact_prediction(data: bytes, name: str, sep: str) -> list[tuple[str, str, 
     del data
     rows: list[tuple[str, str, float]] = []
     seen: dict[tuple[str, str], tuple[str | int, ...]] = {}
+    documents = 0
     for qid, ind, score, docs in reader.individuals():
         reader.unique(seen, qid, ind, (qid, ind))
         rows.append((qid, ind, reader.number(score, (qid, ind, 0), infinite=True)))
         for doc, doc_score in docs.items():
+            if not documents and _is_judgment(doc_score):
+                raise _swapped(reader.name, "truth")  # {doc: [stop_probability, words]}: the qrels
+            documents += 1
             item = f"{ind}{sep}{doc}"
             reader.unique(seen, qid, item, (qid, ind, 1, doc))
             rows.append((qid, item, reader.number(doc_score, (qid, ind, 1, doc), infinite=True)))
@@ -248,9 +283,24 @@ def _exact_prediction(data: bytes, name: str, sep: str) -> list[tuple[str, str, 
     return rows
 
 
+def _is_judgment(value: Any) -> bool:
+    """Whether *value* is a truth file's judgment of a document: two numbers."""
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    )
+
+
+def _swapped(name: str, other: str) -> InputError:
+    """The error for a truth file given where the prediction goes, or the other way round:
+    its first document is judged as the *other* file judges them."""
+    return InputError(f"{name} looks like an hTBG {other} file; the qrels come first: rankeval QRELS RUN")
+
+
 # ---------------------------------------------------------------------------- fast path
 _Score = float | Literal["Infinity", "-Infinity"]
-_TruthDoc = dict[str, dict[str, tuple[float | None, dict[str, tuple[float, float]]]]]
+_TruthDoc = dict[str, dict[str, tuple[float | None, dict[str, tuple[float, int | float]]]]]
 _PredictionDoc = dict[str, dict[str, tuple[float, dict[str, float]]]]
 _InfinitePredictionDoc = dict[str, dict[str, tuple[_Score, dict[str, _Score]]]]
 
@@ -258,7 +308,8 @@ _InfinitePredictionDoc = dict[str, dict[str, tuple[_Score, dict[str, _Score]]]]
 _NEGATIVE_ZERO = re.compile(rb"-0(?![.0-9eE])")
 # an infinite number in a value position: made a string, which the decoder's type takes
 _INFINITY = re.compile(rb"([\[,:][ \t\n\r]*)(-?Infinity)")
-_CONTROL = r"[\x00-\x1f\x7f]"
+# what Python's json makes of an escape \ud800-\udfff that is not half of a pair
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _TRUTH_COLUMNS = ("query_id", "iteration", "doc_id", "relevance", "line", "cost", "exclude")
 
 
@@ -334,7 +385,7 @@ def _consistent(data: bytes, flat: _Flat, sep: str) -> bool:
     if b'""' in data and any(len(a) and pc.min(pc.binary_length(a)).as_py() == 0 for a in ids):
         return False
     if (b"\\" in data or b"\x7f" in data) and any(
-        pc.any(pc.match_substring_regex(a, _CONTROL)).as_py() for a in ids
+        pc.any(pc.match_substring_regex(a, lines.CONTROL_REGEX)).as_py() for a in ids
     ):
         return False  # a raw control byte cannot be in a string: only an escape, or DEL
     if (sep.encode() not in data and b"\\" not in data) or not any(
@@ -408,6 +459,32 @@ def _float_reprs(values: np.ndarray) -> pa.Array:
     return pa.concat_arrays([fast, other]).take(pa.array(index))
 
 
+def _cost_texts(words: np.ndarray, judgments: list[Any]) -> pa.Array:
+    """The ``cost=`` text of each document's word count *words* (its *judgments*, as
+    decoded): a JSON integer as written (``120``), any other number as its float's ``repr``
+    (``120.0``), as the exact path writes them."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    integer = np.fromiter((type(j[1]) is int for j in judgments), bool, len(judgments))
+    exact = np.abs(words) < 2**53  # an integer exact as a float: its digits in bulk
+    if integer.all() and exact.all():  # the usual case
+        return pc.cast(pa.array(words.astype(np.int64)), pa.string())
+    texts = _float_reprs(words)
+    if not integer.any():
+        return texts
+    at = np.flatnonzero(integer)
+    small = exact[at]
+    digits = pc.cast(pa.array(words[at[small]].astype(np.int64)), pa.string())
+    large = pa.array([str(judgments[i][1]) for i in at[~small].tolist()], pa.string())
+    index = np.empty(len(at), dtype=np.int64)
+    index[small] = np.arange(len(digits))
+    index[~small] = len(digits) + np.arange(len(large))
+    replacements = pa.concat_arrays([digits, large]).take(pa.array(index))
+    return pc.replace_with_mask(texts, pa.array(integer), replacements)
+
+
 def _has_negative_zero(data: bytes) -> bool:
     """Whether *data* may hold the number ``-0``: a ``-0`` (not ``-0.5``, ``-0e1``) after
     ``[``, ``,`` or ``:`` and whitespace; conservative (a long run of whitespace counts)."""
@@ -447,12 +524,18 @@ def _fast_truth(data: bytes, sep: str) -> pa.Table | None:
     layout = _Layout(flat)
     label = pa.array(flat.first, pa.float64())  # null: an individual left out of the ranking
     values = flat.values
-    pairs = np.fromiter(chain.from_iterable(values), np.float64, 2 * len(values)).reshape(-1, 2)
+    try:
+        pairs = np.fromiter(chain.from_iterable(values), np.float64, 2 * len(values)).reshape(-1, 2)
+    except OverflowError:  # an integer word count too large for a float: the exact path refuses it
+        return None
     stop, words = pairs[:, 0].copy(), pairs[:, 1].copy()
+    texts = _cost_texts(words, values)
     del flat.first[:], values[:]
     relevance = layout.spread(pc.fill_null(label, 0.0).to_numpy(zero_copy_only=False), stop)
+    if io.bad_grade(pa.array(relevance)) is not None:  # the exact path names it
+        return None
     no_cost = pa.nulls(len(label), pa.string())
-    cost = pa.concat_arrays([no_cost, _float_reprs(words)]).take(pa.array(layout.source_index()))
+    cost = pa.concat_arrays([no_cost, texts]).take(pa.array(layout.source_index()))
     n = layout.rows
     columns: dict[str, pa.Array] = {
         "query_id": flat.queries.take(pa.array(layout.query_of_row)),
@@ -479,9 +562,9 @@ def _read(source: str | Path) -> tuple[bytes, str]:
 
 def read_truth_table(source: str | Path, sep: str = "/") -> pa.Table:
     """The judgments of a truth file as a qrels table: ``query_id``, ``iteration`` (``"0"``),
-    ``doc_id`` (the item), ``relevance``, ``line`` (0), ``cost`` (a document's word count, as
-    its ``repr``; null for an individual) and, if an individual's label is null,
-    ``exclude`` (``"1"`` there; see :func:`read_truth`).
+    ``doc_id`` (the item), ``relevance``, ``line`` (0), ``cost`` (a document's word count: a
+    JSON integer as written, another number as its float's ``repr``; null for an individual)
+    and, if an individual's label is null, ``exclude`` (``"1"`` there; see :func:`read_truth`).
 
     Raises:
         InputError: see the module docstring; no individual at all.

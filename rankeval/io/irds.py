@@ -105,6 +105,15 @@ def qrels_rows(dataset_id: str) -> list[tuple[str, str, str, float]]:
     """
     if not is_dataset_id(dataset_id):
         raise InputError(NOT_AN_ID, source=dataset_id)
+    try:
+        return _qrels_rows(dataset_id)
+    except OSError as exc:  # importing ir_datasets, or loading a dataset, makes its directories
+        raise InputError(_home_failure(exc), source=dataset_id) from exc
+
+
+def _qrels_rows(dataset_id: str) -> list[tuple[str, str, str, float]]:
+    """:func:`qrels_rows` of an id; an OSError is ir_datasets failing to make or use its
+    home directory (a download's errors are InputErrors here)."""
     with _ir_datasets_log() as replay:
         import ir_datasets
 
@@ -122,6 +131,16 @@ def qrels_rows(dataset_id: str) -> list[tuple[str, str, str, float]]:
     if not rows:
         raise InputError("no judgments: this ir_datasets dataset's qrels are empty", source=dataset_id)
     return rows
+
+
+def _home_failure(exc: OSError) -> str:
+    """The message of ir_datasets failing to make or use a directory of its home."""
+    where = f"{exc.filename}: " if exc.filename and str(exc.filename) != dataset_home() else ""
+    reason = exc.strerror or type(exc).__name__
+    return (
+        f"ir_datasets cannot use its home directory {dataset_home()} ({where}{reason}); "
+        "set IR_DATASETS_HOME to a writable directory, or give the qrels as a file instead"
+    )
 
 
 def _failure(exc: BaseException) -> str:

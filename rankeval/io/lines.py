@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
+    "CONTROL_REGEX",
     "MAX_LINE",
     "Lines",
     "check_encoding",
@@ -32,6 +33,7 @@ __all__ = [
     "need_columns",
     "show",
     "split_lines",
+    "surrogate_message",
     "to_float",
 ]
 
@@ -46,12 +48,26 @@ _CONTROL = bytes([*range(0x00, 0x09), *range(0x0E, 0x20), 0x7F])
 """Bytes no line may contain: C0 controls except tab, LF, VT, FF, CR (whitespace, i.e.
 separators), and DEL."""
 _ASCII_SPACE = " \t\n\v\f\r"
+CONTROL_REGEX = r"[\x00-\x1f\x7f]"
+"""The characters no id may hold (a regular expression for pyarrow's kernels): C0 controls,
+DEL. In a file, tab, LF, VT, FF and CR separate fields; an id in JSON or in memory (a
+DataFrame, a dict) cannot hold them either."""
 _UTF16_32_BOMS = (
     (b"\xff\xfe\x00\x00", "UTF-32"),
     (b"\x00\x00\xfe\xff", "UTF-32"),
     (b"\xff\xfe", "UTF-16"),
     (b"\xfe\xff", "UTF-16"),
 )
+
+
+def surrogate_message(char: str) -> str:
+    """The error for an id holding *char*, half of a UTF-16 surrogate pair without the other
+    half: Python strings can hold one (a JSON escape ``\\ud800``, a ``str`` of the API), but
+    it is no Unicode character and no file can hold it as UTF-8."""
+    return (
+        f"unpaired surrogate {char!r} in an id; expected text that UTF-8 can encode "
+        "(\\ud800-\\udfff only in pairs)"
+    )
 
 
 def show(value: object, limit: int = 60) -> str:

@@ -23,7 +23,10 @@ where useful, the column):
   ids cannot contain them and trec_eval would read them differently; UTF-16 or UTF-32 text
   is recognised and named; text that is not valid UTF-8;
 * too few columns, a score or relevance that is not a number, a NaN score (``±inf`` are
-  valid scores, ranked first or last), a relevance that is not finite;
+  valid scores, ranked first or last), a relevance that is not finite or outside
+  :data:`GRADES`;
+* a run given as the qrels, or qrels as the run: when the first line fails and has the other
+  format's shape, the error says so (``run.txt looks like a run file; the qrels come first``);
 * the same ``(query_id, iteration, doc_id)`` on two qrels lines (naming both, as trec_eval
   rejects them), the same docno on two lines of a docinfo file;
 * more than :data:`MAX_ATTRIBUTES` different ``key=value`` names in one file;
@@ -42,6 +45,7 @@ from rankeval.io import inputs
 from rankeval.io.fast_run import dictionary_encode, read_run_fast
 from rankeval.io.inputs import source_name
 from rankeval.io.lines import (
+    CONTROL_REGEX,
     MAX_LINE,
     Lines,
     need_columns,
@@ -55,10 +59,15 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
+    "GRADES",
+    "GRADES_EXPECTED",
     "MAX_ATTRIBUTES",
     "MAX_LINE",
     "RESERVED",
+    "bad_grade",
+    "check_ids",
     "check_judgments",
+    "check_text_columns",
     "is_compressed",
     "parse_qrels",
     "parse_run",
@@ -73,6 +82,13 @@ __all__ = [
 MAX_ATTRIBUTES = 100
 """Most different ``key=value`` names one qrels or docinfo file may use: each becomes a
 column with one entry per line, so their number multiplies the memory a file takes."""
+
+GRADES = (-(2**31), 2**31 - 1)
+"""The relevance values accepted, inclusive: those of a 32-bit integer, the range of the
+measures' ``rel`` parameter (fractions in between are accepted: stopping probabilities,
+fractional grades). A grade past it (``1e19``, ``1.7e308``) is refused rather than summed
+into an infinite or inexact gain."""
+GRADES_EXPECTED = f"a finite number in [{GRADES[0]}, {GRADES[1]}]"
 
 _BOM = b"\xef\xbb\xbf"
 RESERVED = ("query_id", "iteration", "doc_id", "relevance", "line")
@@ -224,6 +240,54 @@ def _one_attribute_per_line(
     return columns
 
 
+def _swapped(lines: Lines, first_line: int, error: InputError, reading: str) -> InputError | None:
+    """The error for a run given where the qrels go, or qrels where a run goes (``rankeval
+    RUN QRELS``), when *error* is at the first content line of a whole file (*first_line*
+    1; *reading* it as ``"qrels"`` or ``"run"``) and the file has the other format's
+    shape; else ``None``.
+
+    A run's shape: every line has 6 fields or more, and the first ``qid Q0 docno rank score
+    tag``, rank and score numbers, tag no ``key=value``. Qrels' shape: the first line is
+    ``qid iter docno rel [key=value ...]``, rel a number, and it gives an attribute or no
+    line has 6 fields (a run whose first line lost its last columns is no qrels file).
+    """
+    import pyarrow.compute as pc
+
+    if first_line != 1 or not len(lines.line) or error.line != int(lines.line[0]):
+        return None
+    fields = [str(f) for f in lines.tokens[0].as_py()]
+    count = pc.list_value_length(lines.tokens)
+    if reading == "qrels":
+        other = "a run file"
+        shaped = (
+            len(fields) == 6
+            and _is_number(fields[3])
+            and _is_number(fields[4])
+            and "=" not in fields[5]
+            and pc.min(count).as_py() >= 6
+        )
+    else:
+        other = "a qrels file"
+        attributes = fields[4:]
+        shaped = (
+            len(fields) >= 4
+            and _is_number(fields[3])
+            and all("=" in f for f in attributes)
+            and (bool(attributes) or pc.max(count).as_py() < 6)
+        )
+    if not shaped:
+        return None
+    return InputError(f"{lines.name} looks like {other}; the qrels come first: rankeval QRELS RUN")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 # ---------------------------------------------------------------------------- runs
 def read_run_table(source: str | Path) -> tuple[pa.Table, np.ndarray | None]:
     """Read a TREC run into a table ``query_id, q0, doc_id, score, tag`` in file order.
@@ -243,7 +307,7 @@ def read_run_table(source: str | Path) -> tuple[pa.Table, np.ndarray | None]:
     """
     name = source_name(source)
     with inputs.reading(
-        source, "run", "try --engine dask (it reads a run in blocks) or a machine with more memory"
+        source, "run", "use a machine with more memory (evaluating a run file sorted by query reads it in blocks)"
     ):
         if inputs.path_kind(source) == "file":  # pipes and stdin can be read only once
             table = read_run_fast(source)
@@ -274,8 +338,11 @@ def parse_run(data: bytes, name: str, first_line: int = 1) -> tuple[pa.Table, np
 
     with inputs.reading(name, "run block" if first_line != 1 else "run"):
         lines = split_lines(data, name, first_line)
-        need_columns(lines, 6, "query_id Q0 doc_id rank score tag")
-        score = to_float(lines, 4, "the score (column 5)")
+        try:
+            need_columns(lines, 6, "query_id Q0 doc_id rank score tag")
+            score = to_float(lines, 4, "the score (column 5)")
+        except InputError as exc:
+            raise _swapped(lines, first_line, exc, "run") or exc from None
         if pc.any(pc.is_nan(score)).as_py():
             row = int(np.flatnonzero(pc.is_nan(score).to_numpy(zero_copy_only=False))[0])
             raise lines.fail(
@@ -323,18 +390,17 @@ def parse_qrels(data: bytes, name: str, first_line: int = 1) -> pa.Table:
         InputError: a bad line (see the module docstring), a relevance that is not finite,
             a ``(query_id, iteration, doc_id)`` given twice (naming both lines).
     """
-    import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     lines = split_lines(data, name, first_line)
     need_columns(lines, 4, "query_id iteration doc_id relevance")
     rel = to_float(lines, 3, "the relevance (column 4)")
-    finite = pc.is_finite(rel)
-    if not pc.all(finite, min_count=0).as_py():
-        row = int(np.flatnonzero(~finite.to_numpy(zero_copy_only=False))[0])
+    row = bad_grade(rel)
+    if row is not None:
         raise lines.fail(
-            row, f"expected a finite number for the relevance (column 4), found {show(rel[row].as_py())}", 3
+            row,
+            f"expected {GRADES_EXPECTED} for the relevance (column 4), found {show(lines.column(3)[row].as_py())}",
+            3,
         )
     columns: dict[str, pa.Array] = {
         "query_id": lines.column(0),
@@ -347,7 +413,10 @@ def parse_qrels(data: bytes, name: str, first_line: int = 1) -> pa.Table:
     if repeated is not None:
         first, row = repeated
         raise lines.fail(row, _repeated_message(columns, row, f"line {int(lines.line[first])}"), 2)
-    columns.update(_attributes(lines, 4, "after the relevance", reserved=set(RESERVED)))
+    try:
+        columns.update(_attributes(lines, 4, "after the relevance", reserved=set(RESERVED)))
+    except InputError as exc:
+        raise _swapped(lines, first_line, exc, "qrels") or exc from None
     return pa.table(columns)
 
 
@@ -401,45 +470,107 @@ def _repeated_message(columns: dict[str, pa.Array] | pa.Table, row: int, first: 
     )
 
 
+def bad_grade(relevance: pa.Array | pa.ChunkedArray) -> int | None:
+    """The first row whose relevance is missing, NaN, infinite or outside :data:`GRADES`, or
+    ``None`` (vectorised)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    ok = pc.and_(pc.greater_equal(relevance, GRADES[0]), pc.less_equal(relevance, GRADES[1]))
+    if not relevance.null_count and pc.all(ok, min_count=0).as_py():
+        return None
+    return int(np.flatnonzero(~pc.fill_null(ok, False).to_numpy(zero_copy_only=False))[0])
+
+
+def _where(table: pa.Table, row: int) -> tuple[str, int | None]:
+    """Where table row *row* came from, for a message: ``("line N", N)`` for a row read from
+    a file (its ``line`` column), else ``("row N", None)`` (1-based)."""
+    if "line" in table.column_names:
+        line = table.column("line")[row].as_py()
+        if line:
+            return f"line {line}", int(line)
+    return f"row {row + 1}", None
+
+
+def _fail_at(table: pa.Table, row: int, message: str, source: str) -> InputError:
+    """An InputError about table row *row*: on its line, or naming the row."""
+    text, at = _where(table, row)
+    return InputError(message + (f" ({text})" if at is None else ""), source=source, line=at)
+
+
+def _suspect(ids: pa.Array) -> bool:
+    """Whether an id of string array *ids* may be null, empty or hold a control character:
+    numpy over its offsets and bytes (a control character is one byte in UTF-8, never part
+    of another character's), many times faster than a regular expression per id."""
+    import numpy as np
+    import pyarrow as pa
+
+    if ids.null_count:
+        return True
+    if not len(ids):
+        return False
+    kind = np.int64 if pa.types.is_large_string(ids.type) else np.int32
+    offsets = np.frombuffer(ids.buffers()[1], kind)[ids.offset : ids.offset + len(ids) + 1]
+    if (offsets[1:] == offsets[:-1]).any():
+        return True
+    data = np.frombuffer(ids.buffers()[2], np.uint8)[offsets[0] : offsets[-1]]
+    return bool(((data < 0x20) | (data == 0x7F)).any())
+
+
+def check_ids(table: pa.Table, names: tuple[str, ...], source: str) -> None:
+    """Check the id columns *names* of a table built in memory (a DataFrame, a dict, Parquet)
+    as a file's ids are checked: each given (not null: pandas' ``None``, ``NaN``), not
+    empty, without control characters (an unpaired surrogate cannot reach a table: see
+    ``rankeval.io.data``).
+
+    Raises:
+        InputError: naming the column, the value and the row (or line).
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+
+    for name in names:
+        ids = table.column(name)
+        if not any(map(_suspect, ids.chunks)):
+            continue
+        bad = pc.or_(pc.equal(pc.binary_length(ids), 0), pc.match_substring_regex(ids, CONTROL_REGEX))
+        row = int(np.flatnonzero(pc.fill_null(bad, True).to_numpy(zero_copy_only=False))[0])
+        value = ids[row].as_py()
+        if value is None:
+            message = f"missing {name} (None, NaN or NA); expected an id"
+        elif not value:
+            message = f"empty {name}; expected a non-empty id"
+        else:
+            char = next(c for c in value if ord(c) < 0x20 or ord(c) == 0x7F)
+            message = (
+                f"control character {char!r} in {name} {show(value)}; expected text (ids cannot contain it)"
+            )
+        # the row's other ids: a dict's rows have no order the user wrote
+        known = [f"{c} {show(table.column(c)[row].as_py())}" for c in ("query_id", "doc_id") if c != name]
+        raise _fail_at(table, row, f"{message} ({', '.join(known)})", source)
+
+
 def check_judgments(table: pa.Table, source: str) -> None:
     """Check qrels built in memory (a DataFrame, a dict, the hTBG JSON format, Parquet) as
-    the TREC reader checks a file: every relevance finite, no ``(query_id, iteration,
-    doc_id)`` judged twice.
+    the TREC reader checks a file: ids given and well-formed (:func:`check_ids`), every
+    relevance a grade within :data:`GRADES`, no ``(query_id, iteration, doc_id)`` judged
+    twice.
 
     Raises:
         InputError: naming the row (1-based; both rows for a repeated judgment) or, for
             rows read from a file, the line.
     """
-    import numpy as np
-    import pyarrow.compute as pc
-
-    line = table.column("line") if "line" in table.column_names else None
-
-    def where(row: int) -> tuple[str, int | None]:
-        if line is not None and line[row].as_py():
-            return f"line {line[row].as_py()}", int(line[row].as_py())
-        return f"row {row + 1}", None
-
+    check_ids(table, ("query_id", "iteration", "doc_id"), source)
     rel = table.column("relevance")
-    finite = pc.fill_null(pc.is_finite(rel), False)  # pandas' NaN arrives as null
-    if rel.null_count or not pc.all(finite, min_count=0).as_py():
-        bad = ~finite.to_numpy(zero_copy_only=False)
-        row = int(np.flatnonzero(bad)[0])
-        text, at = where(row)
-        raise InputError(
-            "expected a finite number for the relevance, found "
-            + (show(rel[row].as_py()) if rel[row].is_valid else "NaN or a missing value")
-            + (f" ({text})" if at is None else ""),
-            source=source,
-            line=at,
-        )
+    row = bad_grade(rel)
+    if row is not None:
+        found = show(rel[row].as_py()) if rel[row].is_valid else "NaN or a missing value"
+        raise _fail_at(table, row, f"expected {GRADES_EXPECTED} for the relevance, found {found}", source)
     repeated = _repeated_judgment(table)
     if repeated is None:
         return
     first, row = repeated
-    text, at = where(row)
-    suffix = f" ({text})" if at is None else ""
-    raise InputError(_repeated_message(table, row, where(first)[0]) + suffix, source=source, line=at)
+    raise _fail_at(table, row, _repeated_message(table, row, _where(table, first)[0]), source)
 
 
 # ---------------------------------------------------------------------------- docinfo
@@ -485,6 +616,25 @@ def read_docinfo_table(source: str | Path) -> pa.Table:
         return pa.table(columns)
 
 
+def check_text_columns(table: pa.Table, source: str) -> None:
+    """Check that every string column of *table* holds UTF-8 text: pyarrow does not check
+    the strings of a Parquet file it reads, and an id that is no text fails later, far
+    from its file (a ``str`` with surrogates that no output can write).
+
+    Raises:
+        InputError: naming the column.
+    """
+    import pyarrow as pa
+
+    for column in table.column_names:
+        try:
+            table.column(column).validate(full=True)
+        except pa.ArrowInvalid as exc:
+            raise InputError(
+                f"column {column!r} is not valid UTF-8 text ({clip(str(exc), 100)})", source=source
+            ) from None
+
+
 def read_parquet_qrels(source: str | Path) -> pa.Table:
     """Qrels written by ``rankeval convert --to parquet``, checked as a qrels file is."""
     import pyarrow as pa
@@ -522,5 +672,6 @@ def read_parquet_qrels(source: str | Path) -> pa.Table:
             raise InputError(
                 f"not a rankeval qrels Parquet file: {clip(str(exc), 100)}", source=name
             ) from None
+        check_text_columns(table, name)
         check_judgments(table, name)
     return table
