@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 from pathlib import Path
 
@@ -28,7 +29,11 @@ def write(tmp_path: Path, qrels: str, run: str) -> tuple[Path, Path]:
 
 
 def values(frame) -> dict[tuple[str, str], float]:
-    return {(m, q): v for m, q, v in zip(frame["measure"], frame["query_id"], frame["value"], strict=True)}
+    """``{(measure, query id): value}``, the aggregate under query id ``None``."""
+    return {
+        (m, q if isinstance(q, str) else None): v
+        for m, q, v in zip(frame["measure"], frame["query_id"], frame["value"], strict=True)
+    }
 
 
 def evaluate(q: Path, r: Path, specs) -> dict[tuple[str, str], float]:
@@ -193,7 +198,7 @@ def test_negative_share(tmp_path):
     )
     got = evaluate(q, r, ["CS-DCG-neg@10"])
     assert [got[("CS-DCG-neg@10", x)] for x in ("q1", "q2", "q3")] == [1.0, 0.0, 0.0]
-    assert got[("CS-DCG-neg@10", "all")] == pytest.approx(1 / 3)
+    assert got[("CS-DCG-neg@10", None)] == pytest.approx(1 / 3)
 
 
 # ------------------------------------------------------------------------ undefined queries
@@ -210,14 +215,14 @@ def test_undefined_query_is_nan_left_out_of_the_mean_and_warned(tmp_path):
     got = values(frame)
     assert got[("nCS-DCG@1", "q1")] == 0.0  # b first: the worst ranking
     assert math.isnan(got[("nCS-DCG@1", "q2")])
-    assert got[("nCS-DCG@1", "all")] == 0.0  # the mean over q1 only, not nan
+    assert got[("nCS-DCG@1", None)] == 0.0  # the mean over q1 only, not nan
 
 
 def test_all_queries_undefined_gives_nan_aggregate(tmp_path):
     q, r = write(tmp_path, "q2 0 x 1\nq2 0 y 1\n", run_lines("q2", ["x"]))
     with pytest.warns(RankevalWarning, match="no query left"):
         got = values(rankeval.evaluate(q, r, "nCS-DCG@1"))
-    assert math.isnan(got[("nCS-DCG@1", "all")])
+    assert math.isnan(got[("nCS-DCG@1", None)])
 
 
 @pytest.mark.parametrize(
@@ -285,16 +290,16 @@ def test_gmean_floors_zeros_as_trec_eval_gm_map(tmp_path):
     )
     got = evaluate(q, r, ["nCS-DCG(agg=gmean)@1", "nCS-DCG@1"])
     assert got[("nCS-DCG(agg=gmean)@1", "q3")] == pytest.approx(12 / 13)
-    assert got[("nCS-DCG(agg=gmean)@1", "all")] == pytest.approx(
+    assert got[("nCS-DCG(agg=gmean)@1", None)] == pytest.approx(
         math.exp((0 + math.log(1e-5) + math.log(12 / 13)) / 3)
     )
-    assert got[("nCS-DCG@1", "all")] == pytest.approx((1 + 0 + 12 / 13) / 3)
+    assert got[("nCS-DCG@1", None)] == pytest.approx((1 + 0 + 12 / 13) / 3)
 
 
 def test_gmean_skips_undefined_queries(tmp_path):
     q, r = write(tmp_path, UNDEFINED_QRELS, run_lines("q1", ["a"]) + run_lines("q2", ["x"]))
     got = evaluate(q, r, ["nCS-DCG(agg=gmean)@1"])
-    assert got[("nCS-DCG(agg=gmean)@1", "all")] == 1.0
+    assert got[("nCS-DCG(agg=gmean)@1", None)] == 1.0
 
 
 # ------------------------------------------------------------------------ specs and errors
@@ -318,7 +323,8 @@ def test_canonical_spec_round_trips(spec):
 @pytest.mark.parametrize("spec", ["CS-DCG", "nCS-DCG", "CS-DCG-neg", "nCS-DCG(agg=gmean)"])
 def test_missing_cutoff_is_an_error(spec):
     name = spec.split("(")[0]
-    with pytest.raises(rankeval.SpecError, match=f"{name} needs a cutoff, e.g. {name}@10"):
+    # the suggestion keeps what was written: nCS-DCG(agg=gmean)@10
+    with pytest.raises(rankeval.SpecError, match=re.escape(f"{name} needs a cutoff, e.g. {spec}@10")):
         rankeval.parse_measure(spec)
 
 
@@ -363,7 +369,7 @@ def test_json_output_of_an_undefined_query_is_null(tmp_path):
     q, r = write(tmp_path, UNDEFINED_QRELS, UNDEFINED_RUN)
     result = CliRunner().invoke(app, [str(q), str(r), "-m", "nCS-DCG@1", "-q", "-f", "json"])
     rows = {(x["query_id"]): x["value"] for x in json.loads(result.stdout)}
-    assert rows == {"q1": 0.0, "q2": None, "all": 0.0}
+    assert rows == {"q1": 0.0, "q2": None, None: 0.0}
 
 
 def test_registered_by_the_builtin_plugin():

@@ -296,7 +296,8 @@ def test_alias_values() -> None:
         ("nDCG@10", "nDCG@10"),
         ("R(rel=2)@1000", "R(rel=2)@1000"),
         ("P@5(rel=2)", "P(rel=2)@5"),
-        ("AP(rel=1)", "AP"),  # defaults are not printed
+        ("AP(rel=1)", "AP(rel=1)"),  # a parameter written is printed, default or not
+        ("hTBG@h=224s", "hTBG@224"),
         ("AP", "AP"),
         ("map", "AP"),
         ("recall.1000", "R@1000"),

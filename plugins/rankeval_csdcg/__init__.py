@@ -353,7 +353,7 @@ class _CostSensitive(Measure):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.k is None:
-            raise ValueError(f"{self.name} needs a cutoff, e.g. {self.name}@10")
+            raise ValueError(f"{self.name} needs a cutoff, e.g. {self.with_params(k=10)}")
 
     @property
     def cutoff(self) -> int:

@@ -65,10 +65,10 @@ def render_clef(rows: list[Row], precision: int | None) -> str:
     several = len({row.run for row in rows}) > 1
     lines = []
     for run, qid, m, v, is_int in rows:
-        if qid != "all" and math.isnan(v):
+        if qid is not None and math.isnan(v):
             continue  # a topic the measure skips: the CLEF evaluator prints nothing
         text = str(int(v)) if is_int and float(v).is_integer() else repr(float(v))
-        row = f"{'ALL' if qid == 'all' else qid}\t{m}\t{text}"
+        row = f"{'ALL' if qid is None else qid}\t{m}\t{text}"
         lines.append(f"{run}\t{row}" if several else row)
     return "\n".join(lines) + ("\n" if lines else "")
 

@@ -330,7 +330,7 @@ class RecallAt(TarMeasure):
         extra = [
             f"{i.name}={self.param_text(i.name)}"
             for i in self.params()
-            if i.name != "p" and getattr(self, i.name) != i.default
+            if i.name != "p" and self.prints(i.name)
         ]
         return self.name + (f"({','.join(extra)})" if extra else "") + f"@{float(self.p or 0)!r}%"
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["IR_MEASURES_NOTE", "matches", "measure_lines", "required_at", "type_text"]
+__all__ = ["IR_MEASURES_NOTE", "domain_text", "matches", "measure_lines", "required_at", "type_text"]
 
-IR_MEASURES_NOTE = "Any other ir_measures name (ERR@10, RBP(p=0.8), infAP, ...) is computed by ir_measures."
+IR_MEASURES_NOTE = (
+    "Any other ir_measures name (ERR@10, RBP(p=0.8), Compat(p=0.8), ...) is computed by ir_measures."
+)
 
 
 def matches(entry: Any, pattern: str) -> bool:
@@ -32,11 +34,13 @@ def measure_lines(entry: Any) -> list[str]:
 
     cls = entry.cls
     at = f"@{cls.at}" if cls.at else ""
-    lines = [f"{cls.name}{at}  [plugin: {entry.plugin}]", f"    {cls.description}"]
+    lines = [f"{cls.name}{at}  [plugin: {entry.plugin}]"]
+    if cls.description:
+        lines.append(f"    {cls.description}")
     required = required_at(cls)
     for info in cls.params():
         kind = type_text(info)
-        domain = f" in {info.domain}" if info.domain else ""
+        domain = domain_text(info)
         if info.name == required:
             state = "required"
         else:
@@ -51,8 +55,27 @@ def measure_lines(entry: Any) -> list[str]:
     if aliases:
         lines.append(f"    aliases: {', '.join(aliases)}")
     lines.append(f"    reads: {cls.reads()}")
-    lines.append(f"    source: {cls.source}")
+    if cls.source:
+        lines.append(f"    source: {cls.source}")
     return lines
+
+
+def domain_text(info: Any) -> str:
+    """`` in [0, 1]``: the domain of a numeric parameter for the listing; empty for a
+    parameter that is not a number, and for one that takes any value of its type (an ``int``
+    from -2³¹ to 2³¹-1, a ``float`` that is finite), where the bounds would say nothing."""
+    from rankeval.measures.base import INT32_MAX
+
+    domain = info.domain
+    if domain is None:
+        return ""
+    if (
+        domain.low <= -(INT32_MAX + 1)
+        and domain.high >= INT32_MAX
+        and not (domain.low_open or domain.high_open)
+    ):
+        return ""  # [-2147483648, 2147483647], or (-inf, inf)
+    return f" in {domain}"
 
 
 def type_text(info: Any) -> str:

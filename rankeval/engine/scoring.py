@@ -179,7 +179,7 @@ def _warn_attribute_levels(alignment: Alignment, measure: Measure, plugin: str |
         reads = " and ".join(map(str, levels))
         hint = (
             f"; to score the items of level {min(given)}, add level={min(given)} (e.g. "
-            f"{type(measure).name}(level={min(given)}))"
+            f"{measure.with_params(level=min(given))})"
             if any(p.name == "level" for p in measure.params())
             else ""
         )

@@ -24,11 +24,12 @@ import numbers
 import re
 import types
 import typing
+import warnings
 import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args, get_origin
 
-from rankeval.errors import SpecError, clip
+from rankeval.errors import RankevalWarning, SpecError, clip
 from rankeval.spec import MeasureSpec, Value, format_value_text
 
 if TYPE_CHECKING:
@@ -300,12 +301,28 @@ class Measure:
 
     def aggregate(self, values: np.ndarray) -> float:
         """Summary over queries: the mean, or the sum for counts (``integer``), added left to
-        right in query order as trec_eval adds them (:func:`rankeval.segments.ordered_sum`)."""
+        right in query order as trec_eval adds them (:func:`rankeval.segments.ordered_sum`).
+
+        A query whose value is undefined (NaN) is left out, and a
+        :class:`~rankeval.errors.RankevalWarning` counts them (``HalfNaN: 1 of 3 queries
+        undefined, left out of the mean``); with no query left the summary is NaN. Override
+        this method for another rule."""
+        import numpy as np
+
         from rankeval.segments import ordered_mean, ordered_sum
 
+        undefined = np.isnan(values)
+        if undefined.any():
+            values = values[~undefined]
+            self._warn_undefined(int(undefined.sum()), len(undefined), bool(len(values)))
         if len(values) == 0:
             return math.nan
         return ordered_sum(values) if self.integer else ordered_mean(values)
+
+    def _warn_undefined(self, count: int, total: int, some_left: bool) -> None:
+        summary = "sum" if self.integer else "mean"
+        left = f"left out of the {summary}" if some_left else f"no query left: the {summary} is nan"
+        warnings.warn(RankevalWarning(f"{self}: {count} of {total} queries undefined, {left}"), stacklevel=3)
 
     def aggregate_parts(
         self, data: RankedLists, values: np.ndarray, queries: np.ndarray
@@ -389,16 +406,38 @@ class Measure:
         """Parameter *name*'s value as spec text (parses back to the same value)."""
         return format_param_value(getattr(self, name))
 
+    @property
+    def written(self) -> frozenset[str]:
+        """The parameters a spec gave explicitly (``{"k"}`` for ``MyHits@10``, even when 10 is
+        the default): ``str(measure)`` prints them, and the others only where they differ
+        from their default. Empty for a measure built in Python."""
+        return self._written
+
+    _written: ClassVar[frozenset[str]] = frozenset()  # per instance: set by from_spec
+
+    def with_params(self, **changes: Any) -> Measure:
+        """This measure with some parameters changed (and counted as written), keeping the
+        parameters written in its spec: ``nCS-DCG@10`` with ``level=2`` is
+        ``nCS-DCG(level=2)@10``, a spec that works where ``nCS-DCG(level=2)`` does not."""
+        return _built(type(self), {**_values(self), **changes}, self.written | set(changes))
+
+    def prints(self, name: str) -> bool:
+        """Whether ``str(measure)`` shows parameter *name*: it was written in the spec, or
+        differs from its default (for a measure class that writes its own ``__str__``)."""
+        info = next(p for p in self.params() if p.name == name)
+        return name in self.written or getattr(self, name) != info.default
+
     def __str__(self) -> str:
         parts = []
         at_text = None
         for info in self.params():
             value = getattr(self, info.name)
+            shown = self.prints(info.name)
             if info.name == self.at:
-                if value != info.default:
+                if shown:
                     at_text = format_param_value(value)
                 continue
-            if value != info.default:
+            if shown:
                 parts.append(f"{info.name}={format_param_value(value)}")
         out = self.name
         if parts:
@@ -419,7 +458,9 @@ class Measure:
         *fixed* values (an alias's) cannot be given again, *defaults* (e.g. ``rel`` from
         ``-l``) replace the class's defaults of the parameters the measure has."""
         infos = {p.name: p for p in cls.params()}
-        valid = ", ".join(f"{p.name} ({p.type_name}, default {p.default})" for p in infos.values())
+        valid = ", ".join(
+            f"{p.name} ({p.type_name}, default {format_param_value(p.default)})" for p in infos.values()
+        )
         values: dict[str, Any] = {k: v for k, v in (defaults or {}).items() if k in infos}
         values.update(fixed or {})
         given: dict[str, int] = {}
@@ -449,11 +490,25 @@ class Measure:
             if problem is not None:
                 raise spec.error(f"bad value for {key!r}: {problem}", value.column)
         try:
-            return cls(**values)
+            return _built(cls, values, frozenset(given))
         except ParamError as exc:  # a fixed (alias) value, or a subclass's own check
             raise spec.error(exc.message) from None
         except (ValueError, TypeError) as exc:
             raise spec.error(f"invalid {cls.name}: {exc}") from None
+
+
+def _values(measure: Measure) -> dict[str, Any]:
+    return {f.name: getattr(measure, f.name) for f in dataclasses.fields(measure)}
+
+
+def _built(cls: type[Measure], values: Mapping[str, Any], written: frozenset[str]) -> Measure:
+    """``cls(**values)``, remembering the parameters *written* in a spec; they are set before
+    ``__init__`` runs, so that ``__post_init__`` can suggest specs that keep them."""
+    measure = cls.__new__(cls)
+    if written:
+        object.__setattr__(measure, "_written", frozenset(written))
+    measure.__init__(**values)  # type: ignore[misc]
+    return measure
 
 
 def format_param_value(value: Any) -> str:

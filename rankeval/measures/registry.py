@@ -229,7 +229,9 @@ class Registry:
                 raise PluginError(f"plugin {plugin} failed expanding measure spec {token!r}: {_reason(exc)}") from exc
             if found is not None:
                 measures = [self._accept(f, plugin, token) for f in found] if isinstance(found, list) else [None]
-                if None in measures or not measures:
+                if not measures:  # a name for no measure: the user's spec, not a plugin fault
+                    raise SpecError(f"{token!r} names no measure that can be computed here", source="measure spec")
+                if None in measures:
                     raise PluginError(f"plugin {plugin} expanded {token!r} to {clip(repr(found))}, not a list of measures")
                 return [m for m in measures if m is not None]
         return None
@@ -242,7 +244,38 @@ class Registry:
     ) -> Measure:
         """Turn a parsed spec into a measure: the compat mode's *aliases*, then names and
         aliases (exactly, then case-insensitively), then trec_eval ``name.N`` forms, then the
-        ``resolve_measure`` hooks (ir_measures)."""
+        ``resolve_measure`` hooks (ir_measures). An unknown name is an error suggesting the
+        close names, each as the spec written with that name, if that spec works."""
+        found = self._find(spec, defaults, aliases)
+        if found is not None:
+            return found
+        name = (aliases or {}).get(spec.name, spec.name)
+        close = difflib.get_close_matches(name.casefold(), list(self._folded), n=3, cutoff=0.6)
+        names = [self._folded[c][1] for c in close]
+        start = spec.column - 1
+        written = [spec.text[:start] + n + spec.text[start + len(spec.name) :] for n in names]
+        # the spec as written with a close name; else the close names alone; only those that work
+        working = [t for t in written if self._works(t, defaults, aliases)]
+        working = working or [n for n in names if self._works(n, defaults, aliases)]
+        hint = f"; did you mean {', '.join(working)}?" if working else "; `rankeval measures` lists them"
+        raise spec.error(f"unknown measure {name!r}{hint}")
+
+    def _works(
+        self, text: str, defaults: Mapping[str, Any] | None, aliases: Mapping[str, str] | None
+    ) -> bool:
+        """Whether spec *text* names a measure (a suggestion is printed only if it does)."""
+        try:
+            return all(self._find(s, defaults, aliases) is not None for s in parse_specs(text))
+        except RankevalError:
+            return False
+
+    def _find(
+        self,
+        spec: MeasureSpec,
+        defaults: Mapping[str, Any] | None = None,
+        aliases: Mapping[str, str] | None = None,
+    ) -> Measure | None:
+        """:meth:`resolve`, but ``None`` for a name nothing knows."""
         name = (aliases or {}).get(spec.name, spec.name)
         meant = self._meaning(name, spec)
         if meant is not None:
@@ -257,13 +290,7 @@ class Registry:
             return self._build(
                 entry, MeasureSpec(entry.cls.name, spec.text, spec.column, (None, cut), spec.params), None, defaults
             )
-        found = self._ask_resolvers(spec.text)
-        if found is not None:
-            return found
-        close = difflib.get_close_matches(name.casefold(), list(self._folded), n=3, cutoff=0.6)
-        spelled = [self._folded[c][1] for c in close]
-        hint = f"; did you mean {', '.join(spelled)}?" if close else "; `rankeval measures` lists them"
-        raise spec.error(f"unknown measure {name!r}{hint}")
+        return self._ask_resolvers(spec.text)
 
     def _meaning(self, name: str, spec: MeasureSpec) -> tuple[MeasureEntry, Mapping[str, Any] | None] | None:
         """The class *name* means and the parameters its alias fixes: an exact name or alias,

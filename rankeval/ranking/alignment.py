@@ -157,14 +157,10 @@ class Alignment:
             self._views[key] = self._build(level, key[1])
         return self._views[key]
 
-    def _group(self, side: str, level: int) -> tuple[np.ndarray, np.ndarray, Any]:
+    def _group(self, side: str, level: int) -> tuple[np.ndarray, np.ndarray]:
         """Rows of one side at *level* (judged items, or run rows): (row indices, integer
-        group code of each row, a function giving (names, outer query ids) of codes)."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
+        group code of each row: its query code at level 1, its parent item below)."""
         nb = self.numbering
-        uq = nb.query_ids
         excluded = nb.excluded
         if side == "j":
             item = nb.judged_items
@@ -176,22 +172,27 @@ class Alignment:
             rows = np.arange(n, dtype=index_type(n)) if level == 1 else np.zeros(0, np.int64)
             if excluded is not None:
                 rows = rows[~((self.run_item[rows] >= 0) & excluded[self.run_item[rows]])]
-            return rows, nb.run_query[rows], None
+            return rows, nb.run_query[rows]
         else:
             at_level = nb.depth[self.run_item] == level - 1
             if excluded is not None:
                 at_level &= ~excluded[self.run_item]
             rows = np.flatnonzero(at_level)
             item = self.run_item[rows]
+        return rows, (nb.item_query if level == 1 else nb.item_parent)[item]
+
+    def _group_keys(self, level: int, codes: np.ndarray) -> tuple[pa.Array, pa.Array]:
+        """The (top-level query id, parent item id) of group *codes* at *level* (the parent
+        ids are the query ids at level 1): a sub-query is keyed by both, never by one joined
+        string, which two pairs can share (``q`` + ``a/b`` and ``q/a`` + ``b``)."""
+        import pyarrow as pa
+
+        nb = self.numbering
         if level == 1:
-            return rows, nb.item_query[item], lambda c: (uq.take(pa.array(c)), uq.take(pa.array(c)))
-
-        def by_parent(c: np.ndarray) -> tuple[pa.Array, pa.Array]:
-            q = uq.take(pa.array(nb.item_query[c]))
-            parent = nb.doc_ids.take(pa.array(nb.item_doc[c]))
-            return pc.binary_join_element_wise(q, parent, "/"), q
-
-        return rows, nb.item_parent[item], by_parent
+            ids = nb.query_ids.take(pa.array(codes))
+            return ids, ids
+        queries = nb.query_ids.take(pa.array(nb.item_query[codes]))
+        return queries, nb.doc_ids.take(pa.array(nb.item_doc[codes]))
 
     def _build(self, level: int, every_parent: bool = False) -> RankedLists:
         """The ranked lists of *level*: the judged side, then the run rows ranked."""
@@ -240,17 +241,17 @@ class Alignment:
         import pyarrow.compute as pc
 
         nb = self.numbering
-        j_rows, j_codes, j_names = self._group("j", level)
+        j_rows, j_codes = self._group("j", level)
         used = _present(j_codes)
         if every_parent:
             used = np.union1d(used, _present(self._group("r", level)[1]))
         if len(used):
-            names, outer_names = j_names(used)
-            order = pa.array(to_numpy(pc.sort_indices(names)))
-            query_ids_pa, outer_names, used = (
-                names.take(order),
-                outer_names.take(order),
-                used[to_numpy(order)],
+            outer_names, parents = self._group_keys(level, used)
+            keys = pa.table({"query": outer_names, "parent": parents})
+            order = pc.sort_indices(keys, sort_keys=[("query", "ascending"), ("parent", "ascending")])
+            outer_names, parents, used = outer_names.take(order), parents.take(order), used[to_numpy(order)]
+            query_ids_pa = (
+                outer_names if level == 1 else pc.binary_join_element_wise(outer_names, parents, self.sep)
             )
         else:
             query_ids_pa = outer_names = pa.array([], pa.string())
@@ -298,19 +299,10 @@ class Alignment:
     def _run_rows(self, level: int, judged: _Judged) -> _Rows:
         """The run rows of *level* whose group is a query of the judged side, in file order,
         with their judged rows (sparse)."""
-        import pyarrow.compute as pc
-
         nb = self.numbering
-        r_rows, r_codes, r_names = self._group("r", level)
-        if r_names is None:  # level 1, flat: the codes are query codes, as on the judged side
-            rq = judged.lut.astype(index_type(len(r_codes)))[r_codes]
-        else:
-            r_used = _present(r_codes)
-            r_lut = np.full(int(r_used.max()) + 1 if len(r_used) else 0, -1, dtype=np.int64)
-            if len(r_used):
-                found = pc.index_in(r_names(r_used)[0], value_set=judged.query_ids)
-                r_lut[r_used] = to_numpy(pc.fill_null(found, -1))
-            rq = r_lut[r_codes]
+        r_rows, r_codes = self._group("r", level)
+        # the group codes are the judged side's: query codes at level 1, parent items below
+        rq = judged.lut.astype(index_type(len(r_codes)))[r_codes]
         del r_codes
         keep = rq >= 0
         if not keep.all():

@@ -39,7 +39,8 @@ class RankedLists:
     that the run does not retrieve has an empty segment.
 
     Attributes:
-        query_ids: ``(Q,)`` query ids (sorted; ``qid/parent`` for nested sub-queries).
+        query_ids: ``(Q,)`` query ids (sorted; for nested sub-queries ``qid/parent``,
+            joined with the nesting separator, sorted by query, then parent).
         outer: ``(Q,)`` index of each query's top-level query (identity at level 1).
         outer_ids: top-level query ids that :attr:`outer` indexes.
         starts: ``(Q,)`` index of each query's first row (its rows are contiguous; the
