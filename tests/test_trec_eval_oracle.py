@@ -60,10 +60,7 @@ def trec_eval(*args: object) -> str:
 
 # cases where rankeval differs on purpose (docs/trec_eval.md, "Deliberate differences"):
 # strict, so that a change that removes the difference shows
-KNOWN = {
-    "M_then_J": "-J with -M: rankeval drops the unjudged documents, then keeps the top M; "
-    "trec_eval keeps its top M, then drops the unjudged ones among them",
-}
+KNOWN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(
@@ -268,3 +265,19 @@ def test_value_given_twice_refused_in_both_commands(spec: str) -> None:
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 2, result.output
         assert f"illegal measure '{spec}': a value is given twice" in result.output
+
+
+def test_judged_only_after_the_max_docs_cut_in_the_library() -> None:
+    """-J with -M keeps the judged documents among each query's top M (trec_eval's order of
+    the two steps), by hand: run d1 d2(unjudged) d3, qrels d1 d3 relevant, M = 2 → the
+    ranking is [d1] only: P@2 = 1/2, num_ret 1, num_rel_ret 1."""
+    import pandas as pd
+
+    import rankeval
+
+    qrels = pd.DataFrame({"query_id": ["q"] * 2, "doc_id": ["d1", "d3"], "relevance": [1, 1]})
+    run = pd.DataFrame({"query_id": ["q"] * 3, "doc_id": ["d1", "d2", "d3"], "score": [3.0, 2.0, 1.0]})
+    options = rankeval.EvalOptions(max_docs=2, judged_only=True)
+    frame = rankeval.evaluate(qrels, run, ["P@2", "NumRet", "NumRelRet"], options=options)
+    got = {m: v for m, q, v in zip(frame.measure, frame.query_id, frame.value, strict=True) if q == "q"}
+    assert got == {"P@2": 0.5, "NumRet": 1, "NumRelRet": 1}

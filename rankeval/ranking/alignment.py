@@ -47,6 +47,9 @@ class Alignment:
         nested: treat the collection as nested even if these ids show no nesting. The Dask
             engine sets it for the partitions of a nested collection, since a measure such
             as hTBG treats an item without children differently in a nested collection.
+        judged_only: drop from each ranking the rows the qrels do not judge, after the
+            *max_docs* cut (trec_eval ``-J`` with ``-M``: a query keeps the judged rows of its
+            top *max_docs*); the query still counts as retrieved.
 
     Attributes:
         numbering: the items, numbered (see :class:`~rankeval.ranking.numbering.Numbering`).
@@ -62,6 +65,7 @@ class Alignment:
         max_docs: int | None = None,
         on_duplicate: str = "error",
         nested: bool = False,
+        judged_only: bool = False,
     ) -> None:
         self.qrels = qrels
         if on_duplicate not in DUPLICATE_POLICIES:
@@ -69,6 +73,7 @@ class Alignment:
                 f"on_duplicate must be one of {', '.join(DUPLICATE_POLICIES)}, not {on_duplicate!r}"
             )
         self.max_docs = max_docs
+        self.judged_only = judged_only
         self._views: dict[tuple[int, bool], RankedLists] = {}
         self.cache: dict[Any, Any] = {}
         self.sep = nest_sep or "/"
@@ -207,6 +212,12 @@ class Alignment:
         retrieved = counts > 0
         if self.max_docs is not None and (counts > self.max_docs).any():
             _cut(ranked, starts, self.max_docs)
+            starts, counts = segment_blocks(ranked.query, nq)
+        if self.judged_only and len(ranked.judged) < len(ranked.query):
+            # after the cut, as trec_eval -J -M: a query keeps the judged ones of its top M
+            judged_rows = np.zeros(len(ranked.query), dtype=bool)
+            judged_rows[ranked.judged] = True
+            _keep(ranked, judged_rows)
             starts, counts = segment_blocks(ranked.query, nq)
         return RankedLists(
             query_ids=query_ids,
@@ -405,12 +416,18 @@ def _cut(ranked: _Rows, starts: np.ndarray, max_docs: int) -> None:
     rq = ranked.query
     itype = index_type(len(rq))
     top = (np.arange(len(rq), dtype=itype) - starts.astype(itype)[rq]) < max_docs
-    new_pos = np.cumsum(top) - 1
-    keep_j = top[ranked.judged]
+    del rq
+    _keep(ranked, top)
+
+
+def _keep(ranked: _Rows, keep: np.ndarray) -> None:
+    """Keep the rows of *ranked* where the boolean mask *keep* is true (order unchanged)."""
+    new_pos = np.cumsum(keep) - 1
+    keep_j = keep[ranked.judged]
     ranked.judged = new_pos[ranked.judged[keep_j]]
     ranked.judged_relevance = ranked.judged_relevance[keep_j]
-    del rq, new_pos, keep_j
-    ranked.query, ranked.score, ranked.rows = ranked.query[top], ranked.score[top], ranked.rows[top]
+    del new_pos, keep_j
+    ranked.query, ranked.score, ranked.rows = ranked.query[keep], ranked.score[keep], ranked.rows[keep]
 
 
 def _ascending(positions: np.ndarray, n: int) -> np.ndarray:
