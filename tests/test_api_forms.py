@@ -55,13 +55,14 @@ def oracle(text: str) -> dict[tuple[str, str], float]:
         for m in ir_measures.iter_calc(IRM, qrels_dict(), run_dict(text))
     }
     for spec in SPECS:
-        found[(spec, "all")] = float(np.mean([v for (s, _), v in found.items() if s == spec]))
+        found[(spec, None)] = float(np.mean([v for (s, _), v in found.items() if s == spec]))
     return found
 
 
 def values(frame: pd.DataFrame, run: str) -> dict[tuple[str, str], float]:
     got = frame[frame["run"] == run]
-    return dict(zip(zip(got["measure"], got["query_id"], strict=True), got["value"], strict=True))
+    qids = [q if isinstance(q, str) else None for q in got["query_id"]]  # the aggregate: None
+    return dict(zip(zip(got["measure"], qids, strict=True), got["value"], strict=True))
 
 
 @pytest.fixture
@@ -230,7 +231,7 @@ def test_compare_takes_the_same_forms(files) -> None:
     q, _, b = files
     cmp = rankeval.compare(qrels_dict(), {"A": scored_docs(RUN_A), "B": run_dict(RUN_B)}, [ir_measures.AP])
     assert cmp.runs == ["A", "B"]
-    want = oracle(RUN_A)[("AP", "all")], oracle(RUN_B)[("AP", "all")]
+    want = oracle(RUN_A)[("AP", None)], oracle(RUN_B)[("AP", None)]
     assert cmp.aggregate[:, 0] == pytest.approx(want, rel=1e-12)
     cmp = rankeval.compare(q, [run_dict(RUN_A), RUN_FORMS["PyTerrier DataFrame"](b)], "AP")
     assert cmp.runs == ["run1", "run2"]
@@ -355,4 +356,4 @@ def test_a_query_without_documents_in_a_dict_run_counts_as_not_retrieved(files) 
     q, _, _ = files
     frame = rankeval.evaluate(q, {**run_dict(RUN_A), "3": {}}, "AP")
     assert values(frame, "run")[("AP", "3")] == 0.0
-    assert not math.isnan(values(frame, "run")[("AP", "all")])
+    assert not math.isnan(values(frame, "run")[("AP", None)])

@@ -38,7 +38,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 def per_query() -> dict[tuple[str, str], np.ndarray]:
     """(run, measure) -> per-query values in sorted query order, from rankeval.evaluate."""
     df = rankeval.evaluate(QRELS, RUNS, MEASURES)
-    df = df[df.query_id != "all"].sort_values("query_id")
+    df = df[df.query_id.notna()].sort_values("query_id")
     return {(r, m): g["value"].to_numpy() for (r, m), g in df.groupby(["run", "measure"])}
 
 
@@ -109,7 +109,7 @@ def test_corrections_equal_statsmodels(correction, sm) -> None:
 def test_run_scores_and_intervals(ttest_cmp, per_query) -> None:
     cmp = ttest_cmp
     df = rankeval.evaluate(QRELS, RUNS, MEASURES)
-    agg = df[df.query_id == "all"].set_index(["run", "measure"])["value"]
+    agg = df[df.query_id.isna()].set_index(["run", "measure"])["value"]
     for r, run in enumerate(NAMES):
         for m, measure in enumerate(MEASURES):
             v = per_query[(run, measure)]
@@ -129,7 +129,7 @@ def test_frames_and_rows(ttest_cmp) -> None:
     base_rows = frame[frame.run == NAMES[0]]
     assert base_rows.baseline.isna().all() and base_rows.p_value.isna().all()
     rows = frame[frame.run == NAMES[2]]
-    assert (rows.baseline == NAMES[0]).all() and (rows.query_id == "all").all()
+    assert (rows.baseline == NAMES[0]).all() and rows.query_id.isna().all()
     assert cmp.tests.shape == (2 * len(MEASURES), 12)
     assert cmp.scores.shape == (3 * len(MEASURES), 8)
     pq = cmp.per_query
@@ -159,7 +159,7 @@ def test_paper_tables(ttest_cmp) -> None:
     assert lines[0] == "| run | AP(rel=2) | nDCG@10 | RR(rel=2) |"
     assert lines[2].startswith("| bm25.run.gz (baseline) | 0.1731 ± ")
     t5 = lines[4]
-    assert t5.startswith("| bm25-t5_zs_.run.gz | **0.2383**† ± ")  # best and significantly better
+    assert t5.startswith("| bm25-t5\\_zs\\_.run.gz | **0.2383**† ± ")  # best, significantly better; _ escaped
     assert "‡" in lines[3]  # bm25-rm3 is significantly worse on nDCG@10
     assert "† / ‡: significantly better / worse than bm25.run.gz (paired t-test" in md
     assert "Holm correction per measure" in md and "standard deviation over queries" in md
@@ -178,7 +178,7 @@ def test_paper_tables(ttest_cmp) -> None:
 def test_all_pairs_table_uses_letters() -> None:
     cmp = rankeval.compare(QRELS, RUNS, ["nDCG@10"], pairs="all", test="randomization", samples=2000)
     md = cmp.to_markdown()
-    assert "| (a) bm25.run.gz |" in md and "| (c) bm25-t5_zs_.run.gz |" in md
+    assert "| (a) bm25.run.gz |" in md and "| (c) bm25-t5\\_zs\\_.run.gz |" in md
     # t5 is significantly better than both bm25 (a) and bm25-rm3 (b)
     assert "**0.4084**<sup>a,b</sup>" in md
     assert "Superscript letters: significantly better than the run with that letter" in md
@@ -219,7 +219,7 @@ def expectation_by_enumeration(qrels, candidates, measures, **kw) -> dict[tuple[
         if qid not in candidates:
             judged[f"{qid}#none"] = qrels[qid]
     df = rankeval.evaluate(judged, run, measures, **kw)
-    df = df[df.query_id != "all"].copy()
+    df = df[df.query_id.notna()].copy()
     df["qid"] = df.query_id.str.split("#").str[0]
     return df.groupby(["qid", "measure"])["value"].mean().to_dict()
 
@@ -462,14 +462,14 @@ def test_cli_json(fmt) -> None:
     out = ok([*BASE_ARGS, "-f", fmt, "--test", "bootstrap", "--random-baseline", "-q"])
     rows = json.loads(out) if fmt == "json" else [json.loads(line) for line in out.splitlines()]
     assert all(list(r) == list(COLUMNS) for r in rows)
-    agg = [r for r in rows if r["query_id"] == "all"]
+    agg = [r for r in rows if r["query_id"] is None]
     assert {r["run"] for r in agg} == {*NAMES, "random"}
     t5 = next(r for r in agg if r["run"] == "bm25-t5_zs_.run.gz" and r["measure"] == "nDCG@10")
     assert t5["baseline"] == "bm25.run.gz" and t5["p_value"] <= 0.01 and t5["p_adjusted"] == t5["p_value"]
     assert t5["ci_low"] < t5["value"] < t5["ci_high"] and t5["significant"] is True
     base = next(r for r in agg if r["run"] == "bm25.run.gz")
     assert base["baseline"] is None and base["p_value"] is None
-    per_q = [r for r in rows if r["query_id"] != "all"]
+    per_q = [r for r in rows if r["query_id"] is not None]
     assert len(per_q) == 4 * 50 * 2 and all(r["p_value"] is None for r in per_q)
 
 

@@ -80,7 +80,10 @@ def random_model(measure):
 
 def pipes(rows, precision):
     digits = 2 if precision is None else precision
-    return "".join(f"{r.run}|{r.query_id}|{r.measure}|{r.value:.{digits}f}\\n" for r in rows)
+    return "".join(
+        f"{r.run}|{'all' if r.query_id is None else r.query_id}|{r.measure}|{r.value:.{digits}f}\\n"
+        for r in rows
+    )
 
 
 @hookimpl
@@ -303,7 +306,7 @@ def test_help_lists_the_formats_and_modes_of_the_plugins() -> None:
     result = CliRunner().invoke(app, ["evaluate", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     text = " ".join(result.output.replace("│", " ").split())
-    assert "trec|tsv|csv|json|jsonl|markdown|latex|clef (default trec; clef with --compat clef)" in text
+    assert "trec, tsv, csv, json, jsonl, markdown, latex, clef (default trec; clef with --compat clef)" in text
     assert "none (the default); clef = the CLEF eHealth TAR evaluator" in text
     assert "(default error; first with --compat clef)" in text
 
@@ -341,7 +344,7 @@ def test_classic_samplers_equal_the_measures() -> None:
             ranked = [d if d is not None else next(rest) for d in ranked]
             orderings[f"{qid}#{s}"] = {d: float(n - i) for i, d in enumerate(ranked)}
         df = rankeval.evaluate({k: qrels[qid] for k in orderings}, orderings, measures, max_docs=5)
-        df = df[df.query_id != "all"]
+        df = df[df.query_id.notna()]
         for measure, sampler in zip(measures, samplers, strict=True):
             theirs = df[df.measure == str(measure)].set_index("query_id")["value"]
             expected = np.array([theirs[f"{qid}#{s}"] for s in range(len(pos))])

@@ -79,7 +79,10 @@ def htbg(run_path: Path, h: float, max_docs: int = 50) -> dict[str, float]:
 
 
 def cs_dcg(rels, sens, k, cost=12.0):
-    return sum((2**r - 1) / math.log2(i + 2) - cost * s for i, (r, s) in enumerate(zip(rels[:k], sens[:k], strict=True)))
+    return sum(
+        (2**r - 1) / math.log2(i + 2) - cost * s
+        for i, (r, s) in enumerate(zip(rels[:k], sens[:k], strict=True))
+    )
 
 
 def ncs_dcg_level2(run_path: Path, k: int = 10) -> tuple[dict[str, float], dict[str, float]]:
@@ -110,7 +113,9 @@ def rankeval_values(run: Path, spec: str, **kw) -> dict[str, float]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RankevalWarning)
         frame = rankeval.evaluate(QRELS, run, [spec], docinfo=DOCINFO, **kw)
-    return dict(zip(frame["query_id"], frame["value"], strict=True))
+    return {
+        q if isinstance(q, str) else None: v for q, v in zip(frame["query_id"], frame["value"], strict=True)
+    }
 
 
 # ------------------------------------------------------------------------------ tests
@@ -121,7 +126,7 @@ def test_htbg_with_unjudged_posts_costed_by_the_docinfo(name, spec, h):
     got = rankeval_values(RUNS[name], spec)
     for q, value in expected.items():
         assert got[q] == pytest.approx(value, rel=1e-12, abs=1e-15), q
-    assert got["all"] == pytest.approx(sum(expected.values()) / len(expected), rel=1e-12)
+    assert got[None] == pytest.approx(sum(expected.values()) / len(expected), rel=1e-12)
 
 
 @pytest.mark.parametrize("name", sorted(RUNS))
@@ -133,7 +138,7 @@ def test_cs_dcg_and_ncs_dcg_at_level_2(name):
         assert got_plain[q] == pytest.approx(plain[q], rel=1e-12), q
         assert got_norm[q] == pytest.approx(normalised[q], rel=1e-12, abs=1e-15), q
     defined = [v for v in normalised.values() if not math.isnan(v)]
-    assert got_norm["all"] == pytest.approx(sum(defined) / len(defined), rel=1e-12)
+    assert got_norm[None] == pytest.approx(sum(defined) / len(defined), rel=1e-12)
 
 
 def test_the_example_has_what_it_claims():
@@ -198,7 +203,7 @@ def test_cli_headline_command():
     result = CliRunner().invoke(app, [*args, "-f", "tsv", "-p", "12"])
     assert result.exit_code == 0, result.output
     rows = [line.split("\t") for line in result.stdout.splitlines()[1:]]
-    got = {(r, m): float(v) for r, q, m, v in rows if q == "all"}
+    got = {(r, m): float(v) for r, q, m, v in rows if q == ""}
     for name, path in RUNS.items():
         expected_htbg = htbg(path, 60.0)
         assert got[name, "hTBG@1m"] == pytest.approx(sum(expected_htbg.values()) / 2, abs=1e-12)

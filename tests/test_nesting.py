@@ -45,7 +45,11 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def values(frame):
-    return {(m, q): v for m, q, v in zip(frame["measure"], frame["query_id"], frame["value"], strict=True)}
+    """``{(measure, query id): value}``, the aggregate under query id ``None``."""
+    return {
+        (m, q if isinstance(q, str) else None): v
+        for m, q, v in zip(frame["measure"], frame["query_id"], frame["value"], strict=True)
+    }
 
 
 def test_top_level_ranks_parents_and_opaque_ids(files):
@@ -62,7 +66,7 @@ def test_level2_children_within_each_parent(files):
     assert v[("AP(level=2)", "1")] == pytest.approx((0.5 + 1.0) / 2)
     # sub-query 2/carol is judged but none of its children is retrieved: 0 (missing-zero rule)
     assert v[("AP(level=2)", "2")] == 0.0
-    assert v[("AP(level=2)", "all")] == pytest.approx((0.75 + 0.0) / 2)
+    assert v[("AP(level=2)", None)] == pytest.approx((0.75 + 0.0) / 2)
     assert v[("NumRet(level=2)", "1")] == pytest.approx((2 + 1) / 2)  # mean over sub-queries
 
 

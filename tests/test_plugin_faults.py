@@ -63,7 +63,11 @@ def invoke(args):
 
 
 def values(frame) -> dict[tuple[str, str], float]:
-    return {(m, q): v for q, m, v in zip(frame["query_id"], frame["measure"], frame["value"], strict=True)}
+    """``{(measure, query id): value}``, the aggregate under query id ``None``."""
+    return {
+        (m, q if isinstance(q, str) else None): v
+        for q, m, v in zip(frame["query_id"], frame["measure"], frame["value"], strict=True)
+    }
 
 
 def assert_clean_cli(result, exit_code: int, words: list[str]) -> None:
@@ -173,7 +177,9 @@ def test_fault_in_measure_code(make_module, files, parts, error, exit_code, word
     if error is MeasureError:
         assert message.startswith(f"measure Faulty@2 (plugin {name}) ")
     assert info.value.exit_code == exit_code
-    assert_clean_cli(invoke([q, r, "--plugin", name, "-m", "AP", "-m", "Faulty@2"]), exit_code, [name, *words])
+    assert_clean_cli(
+        invoke([q, r, "--plugin", name, "-m", "AP", "-m", "Faulty@2"]), exit_code, [name, *words]
+    )
 
 
 def test_fault_keeps_the_original_as_cause(make_module, files) -> None:
@@ -257,9 +263,17 @@ def test_resolve_measure_hook_fault(make_module, files, body, words) -> None:
 
 # (id, module source, words in the recorded failure)
 LOAD_FAULTS = [
-    ("import-raises", "raise RuntimeError('boom at import')\n", ["cannot load (--plugin)", "RuntimeError: boom"]),
+    (
+        "import-raises",
+        "raise RuntimeError('boom at import')\n",
+        ["cannot load (--plugin)", "RuntimeError: boom"],
+    ),
     ("import-sys-exit", "import sys\nsys.exit(3)\n", ["cannot load (--plugin)", "SystemExit: 3"]),
-    ("import-keyboard-interrupt", "raise KeyboardInterrupt\n", ["cannot load (--plugin)", "KeyboardInterrupt"]),
+    (
+        "import-keyboard-interrupt",
+        "raise KeyboardInterrupt\n",
+        ["cannot load (--plugin)", "KeyboardInterrupt"],
+    ),
     (
         "register-raises",
         measure_module().replace("    register(Faulty)", "    register(Faulty)\n    1 / 0"),
@@ -293,7 +307,7 @@ def test_plugin_that_fails_to_load(make_module, files, source, words) -> None:
     assert "Faulty" not in reg.measures  # what it registered before failing is withdrawn
     q, r = files
     got = values(rankeval.evaluate(q, r, ["AP", "ERR@10"], registry=reg))
-    assert got[("AP", "all")] == pytest.approx(AP_ALL)
+    assert got[("AP", None)] == pytest.approx(AP_ALL)
     result = invoke([q, r, "--plugin", name, "-m", "AP"])
     assert result.exit_code == 0, result.output
     assert f"rankeval: warning: plugin {name!r}" in result.output
@@ -501,7 +515,7 @@ def test_err_on_any_query_ids(names) -> None:
     got = values(rankeval.evaluate(_renamed(QIDS, names), _renamed(RUN_DICT, names), "ERR@10"))
     for qid, name in names.items():
         assert got[("ERR@10", name)] == pytest.approx(reference.get(qid, 0.0), abs=1e-12)
-    assert got[("ERR@10", "all")] == pytest.approx(sum(reference.values()) / 3, abs=1e-12)
+    assert got[("ERR@10", None)] == pytest.approx(sum(reference.values()) / 3, abs=1e-12)
     assert got[("ERR@10", names["1"])] > 0
 
 
@@ -549,10 +563,10 @@ def test_numq_is_a_count(files) -> None:
     q, r = files
     frame = rankeval.evaluate(q, r, "NumQ")
     got = values(frame)
-    assert got[("NumQ", "all")] == 3.0  # with -c semantics the query the run lacks counts
+    assert got[("NumQ", None)] == 3.0  # with -c semantics the query the run lacks counts
     assert got[("NumQ", "1")] == got[("NumQ", "3")] == 1.0
     assert frame.attrs["integer_measures"] == ["NumQ"]
-    assert values(rankeval.evaluate(q, r, "NumQ", missing_zero=False))[("NumQ", "all")] == 2.0
+    assert values(rankeval.evaluate(q, r, "NumQ", missing_zero=False))[("NumQ", None)] == 2.0
     # ir_measures itself: 3 for a run that retrieves all 3 queries
     import ir_measures
 
@@ -571,7 +585,7 @@ def test_rbp_documented_example(files) -> None:
     for qid in ("1", "2"):
         assert got[("RBP(rel=1)", qid)] == pytest.approx(reference[qid], abs=1e-12)
     assert got[("RBP(rel=1)", "3")] == 0.0
-    assert got[("RBP(rel=1)", "all")] == pytest.approx(sum(reference.values()) / 3, abs=1e-12)
+    assert got[("RBP(rel=1)", None)] == pytest.approx(sum(reference.values()) / 3, abs=1e-12)
     # q2: y (relevant) at rank 1, w unjudged: (1 - p) = 0.2
     assert got[("RBP(rel=1)", "2")] == pytest.approx(0.2)
     result = invoke([q, r, "-m", "RBP(p=0.8)"])

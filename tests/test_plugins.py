@@ -94,7 +94,11 @@ def invoke(args, **kw):
 
 
 def values(frame) -> dict[tuple[str, str], float]:
-    return {(m, q): v for q, m, v in zip(frame["query_id"], frame["measure"], frame["value"], strict=True)}
+    """``{(measure, query id): value}``, the aggregate under query id ``None``."""
+    return {
+        (m, q if isinstance(q, str) else None): v
+        for q, m, v in zip(frame["query_id"], frame["measure"], frame["value"], strict=True)
+    }
 
 
 def _smallest_plugin() -> str:
@@ -114,7 +118,7 @@ def test_smallest_plugin_in_the_docs(make_module, files) -> None:
     frame = rankeval.evaluate(q, r, "Hits@2 P@2", registry=load_registry([module]))
     got = values(frame)
     assert got[("Hits@2", "1")] == 1 and got[("Hits@2", "2")] == 1 and got[("Hits@2", "3")] == 0
-    assert got[("Hits@2", "all")] == pytest.approx(2 * got[("P@2", "all")])
+    assert got[("Hits@2", None)] == pytest.approx(2 * got[("P@2", None)])
 
 
 # --------------------------------------------------------------------- -p modules
@@ -133,9 +137,9 @@ def test_module_plugin_by_name(make_module, files) -> None:
     assert got[("Hits@2", "1")] == 1.0
     assert got[("Hits@2", "2")] == 1.0
     assert got[("Hits@2", "3")] == 0.0
-    assert got[("Hits@2", "all")] == pytest.approx(2 / 3)
-    assert got[("Hits(rel=2)@3", "all")] == pytest.approx(1 / 3)
-    assert got[("AP", "all")] == pytest.approx((5 / 6 + 1 / 2) / 3)
+    assert got[("Hits@2", None)] == pytest.approx(2 / 3)
+    assert got[("Hits(rel=2)@3", None)] == pytest.approx(1 / 3)
+    assert got[("AP", None)] == pytest.approx((5 / 6 + 1 / 2) / 3)
 
 
 def test_module_plugin_object(make_module, files) -> None:
@@ -146,7 +150,7 @@ def test_module_plugin_object(make_module, files) -> None:
     assert reg.measures["HitsObj"].plugin == "rk_hits_obj"
     q, r = files
     got = values(rankeval.evaluate(q, r, "HitsObj@2", registry=reg))
-    assert got[("HitsObj@2", "all")] == pytest.approx(2 / 3)
+    assert got[("HitsObj@2", None)] == pytest.approx(2 / 3)
 
 
 def test_unknown_without_the_plugin() -> None:
@@ -203,7 +207,7 @@ def test_entry_point_plugin(make_module, files) -> None:
     assert reg.failures == {}
     q, r = files
     got = values(rankeval.evaluate(q, r, "MyHits@2", registry=reg))
-    assert got[("MyHits@2", "all")] == pytest.approx(2 / 3)
+    assert got[("MyHits@2", None)] == pytest.approx(2 / 3)
     # without entry points, or blocked, it is not loaded
     assert "myplug" not in load_registry(entry_points=False).plugins
     blocked = load_registry(blocked=["myplug"])
@@ -280,7 +284,7 @@ def test_plugin_whose_register_measures_raises(make_module, files) -> None:
     assert reg.measures["AP"].plugin == "rankeval_trec"
     q, r = files
     got = values(rankeval.evaluate(q, r, ["Hits@2", "AP"], registry=reg))
-    assert got[("Hits@2", "all")] == pytest.approx(2 / 3)
+    assert got[("Hits@2", None)] == pytest.approx(2 / 3)
 
 
 def test_plugin_with_misspelled_hook(make_module) -> None:
@@ -505,7 +509,7 @@ def test_resolve_measure_hook(make_module, files) -> None:
     # the measure it returns is evaluated like any other
     q, r = files
     got = values(rankeval.evaluate(q, r, ["Zed@3"], registry=reg))
-    assert got == {("Zed@3", "1"): 3.0, ("Zed@3", "2"): 3.0, ("Zed@3", "3"): 3.0, ("Zed@3", "all"): 3.0}
+    assert got == {("Zed@3", "1"): 3.0, ("Zed@3", "2"): 3.0, ("Zed@3", "3"): 3.0, ("Zed@3", None): 3.0}
 
 
 def test_resolve_measure_hook_none_falls_through(make_module) -> None:
@@ -549,7 +553,7 @@ def test_resolve_measure_hook_builtin_irmeasures(files) -> None:
         assert got[(spec, "2")] == pytest.approx(per_query["2"], abs=1e-12)
         assert got[(spec, "3")] == 0.0  # judged, not retrieved: 0 (trec_eval -c)
         assert per_query.get("3", 0.0) == 0.0
-        assert got[(spec, "all")] == pytest.approx((per_query["1"] + per_query["2"]) / 3, abs=1e-12)
+        assert got[(spec, None)] == pytest.approx((per_query["1"] + per_query["2"]) / 3, abs=1e-12)
     assert got[("ERR@10", "1")] > 0
     assert got[("Compat(p=0.8)", "1")] > 0
 

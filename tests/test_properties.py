@@ -33,7 +33,11 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 
 
 def _values(frame: pd.DataFrame) -> dict[tuple[str, str], float]:
-    return {(m, q): v for m, q, v in zip(frame["measure"], frame["query_id"], frame["value"], strict=True)}
+    """``{(measure, query id): value}``, the aggregate under query id ``None``."""
+    return {
+        (m, q if isinstance(q, str) else None): v
+        for m, q, v in zip(frame["measure"], frame["query_id"], frame["value"], strict=True)
+    }
 
 
 @SETTINGS
@@ -102,10 +106,10 @@ def test_missing_queries_count_as_zero_by_default():
     with_zero = rankeval.evaluate(qrels, Run.from_dict(run), "AP NumRel")
     without = rankeval.evaluate(qrels, Run.from_dict(run), "AP NumRel", missing_zero=False)
     v = _values(with_zero)
-    assert v[("AP", "all")] == 0.5 and v[("AP", "2")] == 0.0
-    assert v[("NumRel", "all")] == 2  # the unretrieved query keeps its count (trec_eval -c)
+    assert v[("AP", None)] == 0.5 and v[("AP", "2")] == 0.0
+    assert v[("NumRel", None)] == 2  # the unretrieved query keeps its count (trec_eval -c)
     w = _values(without)
-    assert w[("AP", "all")] == 1.0 and ("AP", "2") not in w
+    assert w[("AP", None)] == 1.0 and ("AP", "2") not in w
 
 
 def test_ties_broken_by_docno_descending():

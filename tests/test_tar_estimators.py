@@ -154,7 +154,7 @@ def check_unbiased(estimates: np.ndarray, truth: float) -> None:
 
 def simulate(specs: list[str], rows: list[dict], topics: list[str]) -> dict[str, np.ndarray]:
     frame = rankeval.evaluate(sample_qrels(rows), ranking(topics), specs)
-    frame = frame[frame.query_id != "all"].set_index("query_id")
+    frame = frame[frame.query_id.notna()].set_index("query_id")
     return {m: frame[frame.measure == m].value.reindex(topics).to_numpy() for m in specs}
 
 

@@ -181,7 +181,7 @@ def run_eval(qrels_frame, run_frame, specs):
     return {
         (canonical[m], q): v
         for m, q, v in zip(frame["measure"], frame["query_id"], frame["value"], strict=True)
-        if q != "all"
+        if isinstance(q, str)
     }
 
 

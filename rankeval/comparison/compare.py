@@ -47,6 +47,7 @@ from rankeval.options import (
     EvalOptions,
     check_compare_options,
     check_no_compat,
+    check_seed,
     eval_options,
 )
 
@@ -261,6 +262,7 @@ def compare(
     from rankeval.engine.evaluation import resolve_measures
 
     check_compare_options(pairs, test, correction, family, ci, alpha, samples)
+    seed = check_seed(seed)
     measure_list = resolve_measures(measures, registry)
     opts = eval_options(
         options,

@@ -110,7 +110,7 @@ def parameter_curve(
     """
     import pandas as pd
 
-    from rankeval.engine.evaluation import ALL, evaluate, resolve_measures
+    from rankeval.engine.evaluation import evaluate, resolve_measures
 
     param, labels, specs = expand_template(template)
     measures = [resolve_measures(s, registry)[0] for s in specs]
@@ -120,7 +120,7 @@ def parameter_curve(
         v = getattr(m, name, None)
         xs.append(float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else float(i))
     frame = evaluate(qrels, runs, measures, options=options, registry=registry, **keywords)
-    frame = frame[frame["query_id"] == ALL]
+    frame = frame[frame["query_id"].isna()]  # the aggregate rows
     where = {str(m): i for i, m in enumerate(measures)}
     rows = [
         (run, measure, name, labels[where[measure]], xs[where[measure]], value)

@@ -4,6 +4,7 @@ documents its fields); the renderings (:mod:`rankeval.comparison.tables`) and th
 (:mod:`rankeval.comparison.plots`) take it, so that neither needs :mod:`rankeval.comparison.compare`.
 
 May import: numpy, :mod:`rankeval.errors`, :mod:`rankeval.measures.base`,
+:func:`rankeval.report.formats.safe_name` (run names as text),
 :mod:`rankeval.engine.random_ranking` (for types only); pandas and the plugin loader lazily. Nothing
 that renders, plots or computes statistics.
 """
@@ -18,17 +19,17 @@ import numpy as np
 
 from rankeval.errors import UsageError
 from rankeval.measures.base import Measure
+from rankeval.report.formats import safe_name
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from rankeval.engine.random_ranking import RandomBaseline
 
-__all__ = ["ALL", "COLUMNS", "RANDOM", "ComparisonData"]
+__all__ = ["COLUMNS", "RANDOM", "ComparisonData"]
 
 #: name of the random-ranking baseline's row
 RANDOM = "random"
-ALL = "all"
 #: columns of :meth:`Comparison.to_dataframe` (and of json/jsonl/tsv/csv output), in order
 COLUMNS = (
     "run",
@@ -124,6 +125,12 @@ class ComparisonData:
                 return i
         return None
 
+    @property
+    def labels(self) -> list[str]:
+        """The run names as the frames and outputs write them: a file name's bytes that are
+        not UTF-8 as ``\\xNN`` (:func:`~rankeval.report.formats.safe_name`)."""
+        return [safe_name(run) for run in self.runs]
+
     # -- frames ------------------------------------------------------------------------
     @property
     def scores(self) -> pd.DataFrame:
@@ -131,7 +138,7 @@ class ComparisonData:
         import pandas as pd
 
         rows = []
-        for r, run in enumerate(self.runs):
+        for r, run in enumerate(self.labels):
             for m, measure in enumerate(self.measures):
                 n = int(np.count_nonzero(~np.isnan(self.values[r, m])))
                 rows.append(
@@ -160,8 +167,8 @@ class ComparisonData:
             for p, (r, b) in enumerate(self.pairs):
                 rows.append(
                     (
-                        self.runs[r],
-                        self.runs[b],
+                        self.labels[r],
+                        self.labels[b],
                         measure,
                         int(self.n[m, p]),
                         self.difference[m, p],
@@ -196,13 +203,13 @@ class ComparisonData:
         difference`` (difference from :attr:`baseline` on that query; NaN for the baseline)."""
         import pandas as pd
 
-        rows = [r for r in self.records(per_query=True) if r["query_id"] != ALL]
+        rows = [r for r in self.records(per_query=True) if r["query_id"] is not None]
         frame = pd.DataFrame(rows, columns=["run", "baseline", "measure", "query_id", "value", "difference"])
         return frame.astype({"value": "float64", "difference": "float64"})
 
     def to_dataframe(self, per_query: bool = False) -> pd.DataFrame:
         """The output rows as a DataFrame with the columns :data:`COLUMNS`: per run and
-        measure its comparisons (``query_id == "all"``; a run compared with nothing, such as
+        measure its comparisons (``query_id`` null; a run compared with nothing, such as
         the baseline, has one row with ``baseline`` null), with *per_query* also per-query
         rows (value and difference from the baseline)."""
         import pandas as pd
@@ -216,11 +223,11 @@ class ComparisonData:
     def records(self, per_query: bool = False) -> list[dict[str, Any]]:
         """The output rows as dicts (keys :data:`COLUMNS`, ``None`` where not applicable):
         per run, its per-query rows (with *per_query*; queries sorted, measures in order)
-        then its aggregate rows (``query_id == "all"``)."""
+        then its aggregate rows (``query_id`` ``None``: no query id can take it)."""
         sig = self.significant
         ref = self.runs.index(self.baseline)
         out: list[dict[str, Any]] = []
-        for r, run in enumerate(self.runs):
+        for r, run in enumerate(self.labels):
             if per_query:
                 for q, qid in enumerate(self.query_ids):
                     for m, measure in enumerate(self.measures):
@@ -231,7 +238,7 @@ class ComparisonData:
                         diff = v - self.values[ref, m, q] if r != ref else math.nan
                         row.update(
                             run=run,
-                            baseline=None if r == ref else self.baseline,
+                            baseline=None if r == ref else self.labels[ref],
                             measure=measure,
                             query_id=str(qid),
                             value=float(v),
@@ -242,7 +249,7 @@ class ComparisonData:
                 base = {
                     "run": run,
                     "measure": measure,
-                    "query_id": ALL,
+                    "query_id": None,
                     "value": _num(self.aggregate[r, m]),
                     "ci_low": _num(self.ci_low[r, m]),
                     "ci_high": _num(self.ci_high[r, m]),
@@ -258,7 +265,7 @@ class ComparisonData:
                     row = dict.fromkeys(COLUMNS)
                     row.update(
                         base,
-                        baseline=self.runs[self.pairs[p][1]],
+                        baseline=self.labels[self.pairs[p][1]],
                         p_value=_num(self.p_value[m, p]),
                         p_adjusted=_num(self.p_adjusted[m, p]),
                         difference=_num(self.difference[m, p]),

@@ -16,7 +16,8 @@ results), never with a path.
 
 May import: numpy, :mod:`rankeval.errors`, :mod:`rankeval.options` (the plot formats),
 :mod:`rankeval.comparison.data` (the numbers of a comparison, for types only, and the name of
-the random baseline); matplotlib and :mod:`rankeval.report.outputs` lazily. Not
+the random baseline); matplotlib, :mod:`rankeval.report.outputs` and
+:func:`rankeval.report.formats.safe_name` lazily. Not
 :mod:`rankeval.comparison.compare`, which calls this module.
 """
 
@@ -180,9 +181,14 @@ def plot_format_of(path: str | Path, fmt: str | None = None) -> str:
 def save_figure(fig: Figure, path: str | Path, fmt: str | None = "png") -> Path:
     """Save *fig* to *path* in *fmt* (``png``, ``pdf`` or ``svg``; ``None``: from the suffix
     of *path*), atomically (:func:`rankeval.report.outputs.write_output`)."""
+    from matplotlib.text import Text
+
+    from rankeval.report.formats import safe_name
     from rankeval.report.outputs import write_output
 
     fmt = plot_format_of(path, fmt)
+    for text in fig.findobj(Text):  # a run file name that is not UTF-8: its bytes as \xNN
+        text.set_text(safe_name(text.get_text()))
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt, dpi=_DPI)
     write_output(path, buf.getvalue())
@@ -241,7 +247,9 @@ def distribution_figure(cmp: ComparisonData, measure: str) -> Figure:
     for i, (box, run) in enumerate(zip(boxes["boxes"], cmp.runs, strict=True)):
         box.set_facecolor(_run_style(i, run)["color"])
         box.set_alpha(0.55)
-    ax.set_yticks(np.arange(1, len(data) + 1), cmp.runs)
+    from rankeval.report.formats import safe_name
+
+    ax.set_yticks(np.arange(1, len(data) + 1), [safe_name(run) for run in cmp.runs])  # ticks: drawn late
     ax.invert_yaxis()
     ax.set_xlabel(cmp.measures[m])
     ax.set_title(f"{cmp.measures[m]} per query ({len(cmp.query_ids)} queries)")

@@ -53,7 +53,7 @@ from rankeval.errors import UsageError
 
 # the choices live in the light rankeval.options (the CLI imports them without numpy);
 # MAX_SAMPLES: the resampled means take 8 bytes per sample and pair of runs (80 MB each at it)
-from rankeval.options import CORRECTIONS, MAX_SAMPLES, TESTS
+from rankeval.options import CORRECTIONS, MAX_SAMPLES, TESTS, check_seed
 
 __all__ = [
     "CORRECTIONS",
@@ -102,15 +102,19 @@ def _chunk_rows(n: int, chunk: int | None) -> int:
 
 
 # --------------------------------------------------------------------------- draws
+def _rng(seed: int | np.random.Generator | None) -> np.random.Generator:
+    """The generator of *seed*: itself, or :func:`numpy.random.default_rng` of a seed checked
+    by :func:`rankeval.options.check_seed` (a UsageError naming the range, not numpy's
+    ``ValueError``)."""
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(check_seed(seed))
+
+
 def bootstrap_indices(
     n: int, samples: int, seed: int | np.random.Generator | None, chunk: int | None = None
 ) -> Iterator[np.ndarray]:
     """Bootstrap resample indices, ``(rows, n)`` int64 chunks that together are
     ``np.random.default_rng(seed).integers(0, n, size=(samples, n))``."""
-    rng = np.random.default_rng(seed)
-    step = _chunk_rows(n, chunk)
-    for start in range(0, samples, step):
-        yield rng.integers(0, n, size=(min(step, samples - start), n), dtype=np.int64)
+    return _draws(_rng(seed), n, samples, n, chunk)
 
 
 def sign_flips(
@@ -118,10 +122,15 @@ def sign_flips(
 ) -> Iterator[np.ndarray]:
     """Random sign vectors, ``(rows, n)`` chunks of ±1 that together are ``1 - 2 *
     np.random.default_rng(seed).integers(0, 2, size=(samples, n))``."""
-    rng = np.random.default_rng(seed)
+    return (1 - 2 * bits for bits in _draws(_rng(seed), n, samples, 2, chunk))
+
+
+def _draws(rng: np.random.Generator, n: int, samples: int, high: int, chunk: int | None) -> Iterator[np.ndarray]:
+    """``rng.integers(0, high, size=(samples, n))`` in chunks of rows (the seed is checked
+    before the first chunk is asked for)."""
     step = _chunk_rows(n, chunk)
     for start in range(0, samples, step):
-        yield 1 - 2 * rng.integers(0, 2, size=(min(step, samples - start), n), dtype=np.int64)
+        yield rng.integers(0, high, size=(min(step, samples - start), n), dtype=np.int64)
 
 
 def all_sign_flips(n: int, chunk: int | None = None) -> Iterator[np.ndarray]:
@@ -226,6 +235,7 @@ def randomization(
         chunk: elements per chunk of the sign matrix (memory bound).
         progress: called with the number of resamples done after each chunk.
     """
+    rng = _rng(seed)
     x = _rows(d)
     n = x.shape[1]
     observed = x.mean(axis=1) if n else np.full(len(x), np.nan)
@@ -238,7 +248,7 @@ def randomization(
             raise UsageError(f"an exact randomisation test over {n} queries needs 2**{n} sign vectors")
         draws, total = all_sign_flips(n, chunk), 1 << n
     else:
-        draws, total = sign_flips(n, samples, seed, chunk), samples
+        draws, total = sign_flips(n, samples, rng, chunk), samples
     means = _resampled_means(x, draws, "sign", progress)
     extreme = np.abs(means) >= (np.abs(observed) - _tolerance(x))[:, None]
     count = extreme.sum(axis=1)
@@ -295,11 +305,12 @@ def bootstrap(
     (samples + 1)`` with *count* the resamples whose mean is at least as far from 0 as the
     observed mean difference.
     """
+    rng = _rng(seed)
     x = _rows(d)
     if x.shape[1] == 0:
         nan = np.full(len(x), np.nan)
         return _squeeze(d, nan, nan.copy())
-    means = bootstrap_means(x, samples, seed, chunk=chunk, progress=progress)
+    means = bootstrap_means(x, samples, rng, chunk=chunk, progress=progress)
     return _squeeze(d, x.mean(axis=1), bootstrap_p(x, means))
 
 
@@ -307,6 +318,7 @@ def paired_test(
     x: Any, y: Any, test: str = "ttest", *, samples: int = 10_000, seed: int | None = 0
 ) -> tuple[float, float]:
     """``(statistic, p)`` of one paired test of per-query scores *x* against *y*."""
+    check_seed(seed)
     d = np.asarray(x, dtype=np.float64) - np.asarray(y, dtype=np.float64)
     if d.ndim != 1:
         raise UsageError("paired_test compares two 1-d score vectors")
@@ -404,9 +416,10 @@ def bootstrap_interval(
     """``(low, high)`` bootstrap percentile interval of the mean of each row: the alpha/2 and
     1 - alpha/2 quantiles (:func:`numpy.quantile`, linear interpolation) of the means of
     *samples* resamples drawn as :func:`bootstrap_indices` draws them."""
+    rng = _rng(seed)
     x = _rows(values)
     if x.shape[1] == 0:
         nan = np.full(len(x), np.nan)
         return _squeeze(values, nan, nan.copy())
-    low, high = percentile_interval(bootstrap_means(x, samples, seed, chunk=chunk, progress=progress), alpha)
+    low, high = percentile_interval(bootstrap_means(x, samples, rng, chunk=chunk, progress=progress), alpha)
     return _squeeze(values, low, high)

@@ -8,7 +8,7 @@ exposes them as :meth:`~rankeval.comparison.compare.Comparison.format`,
 May import: numpy, :mod:`rankeval.errors`, :mod:`rankeval.options` (the choices),
 :mod:`rankeval.comparison.data` (the numbers),
 :mod:`rankeval.comparison.significance` (the names of tests and corrections), :mod:`rankeval.report.formats`
-(value formatting, LaTeX escapes). Not :mod:`rankeval.comparison.compare`.
+(value formatting, escapes, the aggregate's label, JSON values). Not :mod:`rankeval.comparison.compare`.
 """
 
 from __future__ import annotations
@@ -20,11 +20,21 @@ from typing import Any
 
 import numpy as np
 
-from rankeval.comparison.data import ALL, COLUMNS, RANDOM, ComparisonData
+from rankeval.comparison.data import COLUMNS, RANDOM, ComparisonData
 from rankeval.comparison.significance import CORRECTION_NAMES, TEST_NAMES
 from rankeval.errors import UsageError
 from rankeval.options import FORMATS, SPREADS
-from rankeval.report.formats import TEX_ESCAPES, check_precision, format_value
+from rankeval.report.formats import (
+    AGGREGATE_LABEL,
+    MARKDOWN_ESCAPES,
+    TEX_ESCAPES,
+    check_labels,
+    check_precision,
+    format_value,
+    json_number,
+    json_text,
+    safe_name,
+)
 
 __all__ = ["FORMATS", "LATEX_WIDTH", "SPREADS", "check_width", "paper_table", "render"]
 
@@ -52,16 +62,13 @@ def render(
     check_precision(precision)
     if fmt in ("markdown", "latex"):
         return paper_table(cmp, fmt, spread, 4 if precision is None else precision, width)
-    rows = cmp.records(per_query)
+    rows = cmp.records(per_query)  # run names made safe_name
+    if per_query:
+        check_labels(((row["run"], row["query_id"]) for row in rows), fmt)
     if fmt == "trec":
         return _trec(cmp, rows, 4 if precision is None else precision)
     if fmt in ("json", "jsonl"):
-        import json
-
-        objs = [{k: _json(v, precision) for k, v in row.items()} for row in rows]
-        if fmt == "json":
-            return json.dumps(objs, indent=1) + "\n"
-        return "".join(json.dumps(o) + "\n" for o in objs)
+        return json_text([{k: _json(v, precision) for k, v in row.items()} for row in rows], fmt)
     import csv
     import io
 
@@ -73,8 +80,8 @@ def render(
     return buf.getvalue()
 
 
-def _is_int(cmp: ComparisonData, measure: str, query_id: str) -> bool:
-    return measure in cmp.integer_measures or (query_id != ALL and measure in cmp.whole_measures)
+def _is_int(cmp: ComparisonData, measure: str, query_id: str | None) -> bool:
+    return measure in cmp.integer_measures or (query_id is not None and measure in cmp.whole_measures)
 
 
 def _cell(cmp: ComparisonData, key: str, row: dict[str, Any], precision: int | None) -> str:
@@ -93,8 +100,9 @@ def _trec(cmp: ComparisonData, rows: list[dict[str, Any]], precision: int) -> st
     lines = []
     for row in rows:
         value = format_value(row["value"], _is_int(cmp, row["measure"], row["query_id"]), precision)
-        text = f"{row['run']}\t{row['measure']:<{width}}\t{row['query_id']}\t{value}"
-        if row["baseline"] is not None and row["query_id"] == ALL:
+        qid = AGGREGATE_LABEL if row["query_id"] is None else row["query_id"]
+        text = f"{row['run']}\t{row['measure']:<{width}}\t{qid}\t{value}"
+        if row["baseline"] is not None and row["query_id"] is None:
             text += "\t" + "\t".join(
                 [
                     f"vs {row['baseline']}",
@@ -139,7 +147,7 @@ def paper_table(
     letters = _letters(len(cmp.runs)) if cmp.pair_mode == "all" else []
 
     def esc(s: str) -> str:
-        return s.translate(TEX_ESCAPES) if tex else s.replace("|", "\\|")
+        return safe_name(s).translate(TEX_ESCAPES if tex else MARKDOWN_ESCAPES)
 
     body = _body(cmp, tex, spread, precision, letters, esc)
     head = ["run", *(esc(m) for m in cmp.measures)]
@@ -241,7 +249,7 @@ def _markers(cmp: ComparisonData, letters: list[str]) -> list[list[str]]:
 
 def _legend(cmp: ComparisonData, spread: str, tex: bool, letters: list[str]) -> str:
     def esc(s: str) -> str:
-        return s.translate(TEX_ESCAPES) if tex else s
+        return safe_name(s).translate(TEX_ESCAPES if tex else MARKDOWN_ESCAPES)
 
     alpha = f"$\\alpha$ = {cmp.alpha:g}" if tex else f"α = {cmp.alpha:g}"  # noqa: RUF001
     test = TEST_NAMES[cmp.test]
@@ -254,11 +262,7 @@ def _legend(cmp: ComparisonData, spread: str, tex: bool, letters: list[str]) -> 
     how += f", {alpha}"
     parts = ["Best value per measure in bold."]
     if letters:
-        parts.append(
-            f"Superscript letters: significantly better than the run with that letter ({esc(how)})."
-            if not tex
-            else f"Superscript letters: significantly better than the run with that letter ({how})."
-        )
+        parts.append(f"Superscript letters: significantly better than the run with that letter ({how}).")
     else:
         dag = "\\dag{} / \\ddag{}" if tex else "† / ‡"
         parts.append(f"{dag}: significantly better / worse than {esc(cmp.baseline)} ({how}).")
@@ -291,11 +295,8 @@ def _nan(v: float | None) -> float:
 
 
 def _json(v: Any, precision: int | None) -> Any:
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return None  # JSON has no NaN or infinity (an infinite Cohen's d: zero spread)
-        return round(v, precision) if precision is not None else v
-    return v
+    # an infinite Cohen's d (zero spread) is null, as NaN is (json_number)
+    return json_number(v, precision) if isinstance(v, float) else v
 
 
 def _signed(v: float | None, precision: int) -> str:

@@ -2,8 +2,9 @@
 
 For each run the qrels and the run are aligned once (:class:`~rankeval.ranking.alignment.Alignment`);
 each measure reads the ranked lists of its nesting level and returns one value per query;
-values of nested sub-queries are averaged per query; the aggregate row (``query_id ==
-"all"``) is the measure's own aggregate (mean by default).
+values of nested sub-queries are averaged per query; the aggregate row (``query_id`` null:
+no query id can take it; trec output labels it ``all``) is the measure's own aggregate (mean
+by default).
 """
 
 from __future__ import annotations
@@ -33,9 +34,8 @@ if TYPE_CHECKING:
 
 ENGINES = ("local", "dask")
 
-__all__ = ["ALL", "Block", "Results", "as_runs", "evaluate", "evaluate_results", "resolve_measures"]
+__all__ = ["Block", "Results", "as_runs", "evaluate", "evaluate_results", "resolve_measures"]
 
-ALL = "all"
 COLUMNS = ["run", "query_id", "measure", "value"]
 
 
@@ -183,8 +183,9 @@ def evaluate(
 
     Returns:
         A long DataFrame with columns ``run, query_id, measure, value``: one row per run,
-        query and measure, plus one aggregate row per run and measure with
-        ``query_id == "all"``. Queries appear in sorted order, measures in the order given.
+        query and measure, plus one aggregate row per run and measure whose ``query_id`` is
+        ``None`` (``df[df.query_id.isna()]``; no query id can be ``None``, so a query named
+        ``all`` stays apart). Queries appear in sorted order, measures in the order given.
     """
     opts = eval_options(
         options,
@@ -217,7 +218,7 @@ class Block:
         measure: the measure's spec as given.
         query_ids: the queries scored, sorted.
         values: the per-query values, aligned with *query_ids*.
-        aggregate: the ``all`` value (the measure's aggregate of *values*).
+        aggregate: the aggregate value (the measure's aggregate of *values*).
     """
 
     run: str
@@ -239,7 +240,7 @@ class Results:
             without decimals per query; their aggregate is a mean).
         run_queries: per run, the queries it retrieves (sorted, distinct; before
             ``judged_only`` drops any item).
-        run_tags: per run, the tag of its first line (trec_eval's ``runid``).
+        run_tags: per run, the tag of its last line (trec_eval's ``runid``).
     """
 
     blocks: list[Block] = field(default_factory=list)
@@ -270,7 +271,8 @@ class Results:
 
     def columns(self) -> dict[str, np.ndarray]:
         """Four columns ``run, query_id, measure, value``: each block's queries, then its
-        ``all`` row."""
+        aggregate row (query id ``None``); run names as text any writer can encode
+        (:func:`~rankeval.report.formats.safe_name`)."""
         if not self.blocks:
             return {
                 "run": np.zeros(0, object),
@@ -278,10 +280,12 @@ class Results:
                 "measure": np.zeros(0, object),
                 "value": np.zeros(0, np.float64),
             }
+        from rankeval.report.formats import safe_name  # a file name's bytes that are not UTF-8
+
         sizes = [len(b.query_ids) + 1 for b in self.blocks]
-        all_row = np.array([ALL], dtype=object)
+        all_row = np.array([None], dtype=object)
         return {
-            "run": np.repeat(np.array([b.run for b in self.blocks], dtype=object), sizes),
+            "run": np.repeat(np.array([safe_name(b.run) for b in self.blocks], dtype=object), sizes),
             "query_id": np.concatenate(
                 [np.concatenate([b.query_ids.astype(object), all_row]) for b in self.blocks]
             ),
@@ -371,7 +375,9 @@ def _evaluate_blocks(
     (default: one per core), or on Dask."""
     from rankeval.engine import blockwise
 
-    if block_size is not None and (not isinstance(block_size, int) or isinstance(block_size, bool) or block_size < 1):
+    if block_size is not None and (
+        not isinstance(block_size, int) or isinstance(block_size, bool) or block_size < 1
+    ):
         raise UsageError(f"the block size must be a positive number of bytes, not {block_size!r}")
     items = _block_runs(runs)
     text = _text_bytes(items)
@@ -454,7 +460,9 @@ def _text_bytes(items: list[tuple[str | None, Any]]) -> int:
     from rankeval.engine.blockwise import run_files
     from rankeval.io.trec import is_compressed
 
-    paths = [path for _, item in items if isinstance(item, str) for path in run_files(item) if os.path.isfile(path)]
+    paths = [
+        path for _, item in items if isinstance(item, str) for path in run_files(item) if os.path.isfile(path)
+    ]
     return sum(os.path.getsize(path) * (5 if is_compressed(path) else 1) for path in paths)
 
 

@@ -4,12 +4,14 @@ JSON → TREC writes an individual as an item ``individual`` and each of its doc
 ``individual/doc`` (docs: formats.md, "Nested items"): qrels lines ``q 0 item label`` (``q 0 item 0 exclude=1`` for a
 null label) and ``q 0 item/doc R cost=W``,
 run lines ``q Q0 item rank score tag``. TREC → JSON does the reverse for two-level runs.
-Both directions keep every number exactly (Python's shortest round-trip float repr).
+Both directions keep every number exactly (Python's shortest round-trip float repr); the JSON
+written is strict RFC 8259, which has no infinity, so an infinite score is refused.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -89,11 +91,20 @@ def trec_to_json(qrels: str | Path, run: str | Path, sep: str = "/") -> tuple[st
     Raises:
         InputError: an item judged twice (the JSON format has one judgment per item, so a
             second assessor's would be lost) or retrieved twice, a document without a
-            numeric ``cost=``, or more than two levels.
+            numeric ``cost=``, more than two levels, or an infinite score (JSON has no
+            infinity).
     """
     q = Qrels.read(qrels)
     r = Run.read(run)
     qt, rt = q.table.to_pydict(), r.table.to_pydict()
+    infinite = next((i for i, score in enumerate(rt["score"]) if not math.isfinite(score)), None)
+    if infinite is not None:
+        raise InputError(
+            f"score {rt['score'][infinite]!r} cannot be written in JSON (RFC 8259 has no infinity); "
+            "expected a finite score",
+            source=str(run),
+            line=r.line_of(infinite)[0],
+        )
     for table, source, what in ((qt, qrels, "judged"), (rt, run, "retrieved")):
         repeat = _first_repeat(list(zip(table["query_id"], table["doc_id"], strict=True)))
         if repeat is not None:
@@ -141,7 +152,11 @@ def trec_to_json(qrels: str | Path, run: str | Path, sep: str = "/") -> tuple[st
             pending.append((qid, split[0], split[1], score))
     for qid, parent, child, score in pending:
         prediction.setdefault(qid, {}).setdefault(parent, [0.0, {}])[1][child] = score
-    return json.dumps(truth, indent=1) + "\n", json.dumps(prediction, indent=1) + "\n"
+    return _json(truth), _json(prediction)
+
+
+def _json(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, indent=1, allow_nan=False) + "\n"  # RFC 8259: no NaN or Infinity
 
 
 def _plain(x: float) -> int | float:

@@ -26,24 +26,33 @@ if TYPE_CHECKING:
     from rankeval.measures.registry import Registry
 
 __all__ = [
+    "AGGREGATE_LABEL",
     "FORMATS",
+    "MARKDOWN_ESCAPES",
     "MAX_PRECISION",
     "TEX_ESCAPES",
     "Command",
     "CompatMode",
     "OutputFormat",
     "Row",
+    "check_labels",
     "check_precision",
     "compat_mode",
     "compat_modes",
     "format_results",
     "format_value",
+    "json_number",
+    "json_text",
     "output_formats",
     "plugin_items",
+    "safe_name",
 ]
 
-ALL = "all"
-#: escapes of LaTeX's special characters, for :meth:`str.translate`
+#: the query column's text for the aggregate in the ``trec``, ``markdown`` and ``latex`` layouts
+#: (in the result table, csv, tsv, json and jsonl the aggregate's query id is null)
+AGGREGATE_LABEL = "all"
+#: escapes of LaTeX's special characters, for :meth:`str.translate` (``<``, ``>`` and ``|``
+#: print as other glyphs in LaTeX's default font encoding)
 TEX_ESCAPES = str.maketrans(
     {
         "\\": r"\textbackslash{}",
@@ -56,8 +65,15 @@ TEX_ESCAPES = str.maketrans(
         "}": r"\}",
         "~": r"\textasciitilde{}",
         "^": r"\textasciicircum{}",
+        "<": r"\textless{}",
+        ">": r"\textgreater{}",
+        "|": r"\textbar{}",
     }
 )
+#: backslash escapes of the characters that start inline Markdown (emphasis, code, links, raw
+#: HTML, entities, strikethrough, math, table cells), for :meth:`str.translate`: an id prints
+#: as its text, never as markup
+MARKDOWN_ESCAPES = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|&~$"})
 
 
 MAX_PRECISION = 30
@@ -85,9 +101,23 @@ def format_value(v: float, integer: bool, precision: int | None) -> str:
     return f"{v:.{precision}f}"
 
 
+def safe_name(name: str) -> str:
+    """*name* as text every writer can encode: each byte of a file name that is not UTF-8
+    (which Python keeps as a lone surrogate) shown as ``\\xNN``."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a surrogate that stands for no byte
+            return name.encode("utf-8", "backslashreplace").decode("utf-8")
+    return name
+
+
 def _columns(results: Any) -> tuple[dict[str, np.ndarray], set[str], set[str]]:
     """Columns, count-measure names and whole-valued measure names of a
-    :class:`~rankeval.engine.evaluation.Results` or DataFrame."""
+    :class:`~rankeval.engine.evaluation.Results` or DataFrame (the aggregate's query id
+    ``None``, also where a DataFrame read back from csv has NaN)."""
     import numpy as np
 
     if hasattr(results, "columns") and callable(results.columns):
@@ -96,16 +126,20 @@ def _columns(results: Any) -> tuple[dict[str, np.ndarray], set[str], set[str]]:
         c: np.asarray(results[c].to_numpy(), dtype=object if c != "value" else np.float64)
         for c in ("run", "query_id", "measure", "value")
     }
+    cols["query_id"] = np.array(
+        [q if isinstance(q, str) else None for q in cols["query_id"].tolist()], object
+    )
     attrs = results.attrs
     return cols, set(attrs.get("integer_measures", ())), set(attrs.get("whole_measures", ()))
 
 
-def _ordered(cols: dict[str, np.ndarray], per_query: bool) -> list[tuple[str, str, str, float]]:
-    """Rows in trec_eval's order: per run, queries sorted (``all`` last), measures as given."""
+def _ordered(cols: dict[str, np.ndarray], per_query: bool) -> list[tuple[str, str | None, str, float]]:
+    """Rows in trec_eval's order: per run, queries sorted (the aggregate, query id ``None``,
+    last), measures as given; run names made :func:`safe_name`."""
     import numpy as np
 
     run, qid, measure, value = cols["run"], cols["query_id"], cols["measure"], cols["value"]
-    is_all = qid == ALL
+    is_all = np.array([q is None for q in qid.tolist()], dtype=bool)
     if not per_query:
         run, qid, measure, value, is_all = (
             run[is_all],
@@ -118,11 +152,12 @@ def _ordered(cols: dict[str, np.ndarray], per_query: bool) -> list[tuple[str, st
     measure_code = {m: i for i, m in enumerate(dict.fromkeys(measure.tolist()))}
     r = np.array([run_code[x] for x in run.tolist()], dtype=np.int64)
     m = np.array([measure_code[x] for x in measure.tolist()], dtype=np.int64)
-    _, q = np.unique(qid.astype(str), return_inverse=True)
+    _, q = np.unique(np.where(is_all, "", qid).astype(str), return_inverse=True)
     order = np.lexsort((m, q.reshape(-1), is_all.astype(np.int64), r))
+    names = {name: safe_name(name) for name in run_code}
     return list(
         zip(
-            run[order].tolist(),
+            [names[x] for x in run[order].tolist()],
             qid[order].tolist(),
             measure[order].tolist(),
             value[order].tolist(),
@@ -131,11 +166,53 @@ def _ordered(cols: dict[str, np.ndarray], per_query: bool) -> list[tuple[str, st
     )
 
 
+#: per built-in format, how its query column shows the aggregate, where that is text a
+#: query id could be (json and jsonl write null)
+_LABELS = {
+    "trec": AGGREGATE_LABEL,
+    "markdown": AGGREGATE_LABEL,
+    "latex": AGGREGATE_LABEL,
+    "tsv": "",
+    "csv": "",
+}
+
+
+def check_labels(rows: Iterable[tuple[str, str | None]], fmt: str) -> None:
+    """Raise a :class:`~rankeval.errors.UsageError` if one of the ``(run, query id)`` *rows*
+    would print in format *fmt* exactly as the aggregate does (a query named ``all`` in
+    trec output, an empty query id in csv)."""
+    label = _LABELS.get(fmt)
+    if label is None:
+        return
+    for run, qid in rows:
+        if qid == label:
+            *others, last = [f for f in ("tsv", "csv", "json", "jsonl") if _LABELS.get(f) != label]
+            raise UsageError(
+                f"run {run!r} has a query with the id {qid!r}, which {fmt} output prints for the "
+                f"aggregate; use -f {', '.join(others)} or {last}, which tell them apart, or rename the query"
+            )
+
+
+def json_number(v: float, precision: int | None = None) -> float | None:
+    """*v* as a JSON value: ``null`` for NaN (undefined) and ±infinity, which RFC 8259 JSON
+    cannot write; else the number (rounded to *precision* decimals if given)."""
+    if not math.isfinite(v):
+        return None
+    return round(float(v), precision) if precision is not None else float(v)
+
+
+def json_text(objs: list[dict[str, Any]], fmt: str) -> str:
+    """*objs* as a ``json`` array or ``jsonl`` lines, strictly RFC 8259 (no NaN or Infinity)."""
+    if fmt == "json":
+        return json.dumps(objs, indent=1, allow_nan=False) + "\n"
+    return "".join(json.dumps(o, allow_nan=False) + "\n" for o in objs)
+
+
 class Row(NamedTuple):
     """One result row as an :class:`OutputFormat` receives it."""
 
     run: str
-    query_id: str  #: ``"all"`` for the aggregate
+    query_id: str | None  #: ``None`` for the aggregate
     measure: str
     value: float  #: ``nan`` when undefined
     integer: bool  #: the value is a count or a rank: printed without decimals when whole
@@ -148,8 +225,8 @@ class OutputFormat:
     Attributes:
         name: the name given to ``-f`` / ``format_results(fmt=...)``.
         render: ``render(rows, precision)``: the text of the result :class:`Row` s (per run,
-            queries sorted with ``all`` last, measures as given; only the ``all`` rows unless
-            ``-q``); *precision* is ``-p N`` or ``None``.
+            queries sorted with the aggregate, query id ``None``, last; measures as given; only
+            the aggregate rows unless ``-q``); *precision* is ``-p N`` or ``None``.
         description: one line for ``--help``.
     """
 
@@ -285,7 +362,7 @@ def format_results(
             or the :class:`~rankeval.engine.evaluation.Results` of :func:`rankeval.engine.evaluation.evaluate_results`.
         fmt: one of :data:`FORMATS`, or a format a plugin adds (:func:`output_formats`; e.g.
             ``clef``, the CLEF TAR evaluator's layout, from the TAR plugin).
-        per_query: include per-query rows (``-q``), not only the ``all`` rows.
+        per_query: include per-query rows (``-q``), not only the aggregate rows.
         precision: decimals; default 4 for trec/markdown/latex, full precision otherwise.
         registry: where to look for formats plugins add (default: all installed plugins).
     """
@@ -300,9 +377,11 @@ def format_results(
     records = _ordered(cols, per_query)
     # whole-valued measures (ranks) are printed without decimals per query, not in the mean
     integer_rows = {(m, False) for m in integer | whole} | {(m, True) for m in integer}
-    records_int = [(m, qid == ALL) in integer_rows for _, qid, m, _ in records]
+    records_int = [(m, qid is None) in integer_rows for _, qid, m, _ in records]
     if plugin_format is not None:
         return _render(plugin_format, fmt, records, records_int, precision)
+    if per_query:
+        check_labels(((run, qid) for run, qid, _, _ in records), fmt)
     several = len({run for run, _, _, _ in records}) > 1
     if precision is None and fmt in ("trec", "markdown", "latex"):
         precision = 4
@@ -316,30 +395,32 @@ def format_results(
         writer = csv.writer(buf, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
         writer.writerow(["run", "query_id", "measure", "value"])
         for (run, qid, m, v), is_int in zip(records, records_int, strict=True):
-            writer.writerow([run, qid, m, format_value(v, is_int, precision)])
+            writer.writerow([run, "" if qid is None else qid, m, format_value(v, is_int, precision)])
         return buf.getvalue()
     if fmt in ("json", "jsonl"):
         objs = [
-            {"run": run, "query_id": qid, "measure": m, "value": _json_value(v, precision)}
+            {"run": run, "query_id": qid, "measure": m, "value": json_number(v, precision)}
             for run, qid, m, v in records
         ]
-        if fmt == "json":
-            return json.dumps(objs, indent=1) + "\n"
-        return "".join(json.dumps(o) + "\n" for o in objs)
+        return json_text(objs, fmt)
     return _table(records, fmt, integer_rows, precision or 4, per_query)
 
 
 def _trec(
-    records: list[tuple[str, str, str, float]], records_int: list[bool], precision: int | None, several: bool
+    records: list[tuple[str, str | None, str, float]],
+    records_int: list[bool],
+    precision: int | None,
+    several: bool,
 ) -> str:
     """trec_eval's layout, ``measure<TAB>query<TAB>value`` (the measure padded to 22 characters
     or the longest), after a run column with several runs; the run and query columns padded
     to their widest entry where tab stops alone would not line them up."""
     width = max([22, *(len(m) for _, _, m, _ in records)])
     run_width = _tab_width(run for run, _, _, _ in records) if several else 0
-    qid_width = _tab_width(str(qid) for _, qid, _, _ in records)
+    qids = [AGGREGATE_LABEL if qid is None else qid for _, qid, _, _ in records]
+    qid_width = _tab_width(qids)
     lines = []
-    for (run, qid, m, v), is_int in zip(records, records_int, strict=True):
+    for (run, _, m, v), qid, is_int in zip(records, qids, records_int, strict=True):
         text = f"{m:<{width}}\t{qid:<{qid_width}}\t{format_value(v, is_int, precision)}"
         lines.append(f"{run:<{run_width}}\t{text}" if several else text)
     return "\n".join(lines) + ("\n" if lines else "")
@@ -356,7 +437,7 @@ def _tab_width(column: Iterable[str]) -> int:
 def _render(
     plugin_format: tuple[str, OutputFormat],
     fmt: str,
-    records: list[tuple[str, str, str, float]],
+    records: list[tuple[str, str | None, str, float]],
     records_int: list[bool],
     precision: int | None,
 ) -> str:
@@ -372,34 +453,29 @@ def _render(
     return text
 
 
-def _json_value(v: float, precision: int | None) -> float | None:
-    if math.isnan(v):
-        return None
-    return round(float(v), precision) if precision is not None else float(v)
-
-
 def _table(
-    records: list[tuple[str, str, str, float]],
+    records: list[tuple[str, str | None, str, float]],
     fmt: str,
     integer_rows: set[tuple[str, bool]],
     precision: int,
     per_query: bool,
 ) -> str:
-    """Wide table: one row per run (and query with -q), one column per measure."""
+    """Wide table: one row per run (and query with -q), one column per measure; every cell
+    escaped (:data:`MARKDOWN_ESCAPES`, :data:`TEX_ESCAPES`)."""
     measures = list(dict.fromkeys(m for _, _, m, _ in records))
     keys = list(dict.fromkeys((run, qid) for run, qid, _, _ in records))
     cell = {(run, qid, m): v for run, qid, m, v in records}
     head = ["run", *(["query"] if per_query else []), *measures]
     body = []
     for run, qid in keys:
-        row = [run, *([qid] if per_query else [])]
+        row = [run, *([AGGREGATE_LABEL if qid is None else qid] if per_query else [])]
         row += [
-            format_value(cell.get((run, qid, m), math.nan), (m, qid == ALL) in integer_rows, precision)
+            format_value(cell.get((run, qid, m), math.nan), (m, qid is None) in integer_rows, precision)
             for m in measures
         ]
         body.append(row)
     if fmt == "markdown":
-        esc = [[c.replace("|", "\\|") for c in r] for r in [head, *body]]
+        esc = [[c.translate(MARKDOWN_ESCAPES) for c in r] for r in [head, *body]]
         lines = [
             "| " + " | ".join(esc[0]) + " |",
             "|" + "|".join(["---"] * (len(head) - len(measures)) + ["---:"] * len(measures)) + "|",
