@@ -27,7 +27,7 @@ import rankeval
 from rankeval.cli.app import app
 from rankeval.errors import InputError
 from rankeval.io.data import as_qrels
-from rankeval.io.trec import GRADES
+from rankeval.io.validate import GRADES
 
 DL19 = Path("/work/shared/verify/dl19")
 QRELS = b"q1 0 a 1\nq1 0 b 0\nq1 0 c 1\n"

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rankeval.errors import InputError
-from rankeval.io import htbg_json, trec
+from rankeval.io import htbg_json, trec, validate
 from rankeval.io.data import Qrels, Run
 from rankeval.io.lines import split_lines
 from rankeval.ranking import alignment, duplicates
@@ -99,7 +99,7 @@ def test_prediction_fast_path_equals_the_exact_path(tmp_path, prediction, indent
 
 
 CLEAN_IDS = st.text("abcdéü_.-", min_size=1, max_size=4)
-GRADES = st.floats(*trec.GRADES) | st.sampled_from([0.0, -0.0, 0.5, 1e-300, 5e-324])  # relevance values
+GRADES = st.floats(*validate.GRADES) | st.sampled_from([0.0, -0.0, 0.5, 1e-300, 5e-324])  # relevance values
 CLEAN_TRUTHS = st.dictionaries(
     CLEAN_IDS,
     st.dictionaries(
@@ -433,7 +433,7 @@ def test_repeated_judgments_are_found_as_before(triples):
         key: pa.array([t[k] for t in triples], pa.string())
         for k, key in enumerate(("query_id", "iteration", "doc_id"))
     }
-    assert trec._repeated_judgment(columns) == _former_repeated_judgment(columns)
+    assert validate.repeated_judgment(columns) == _former_repeated_judgment(columns)
 
 
 # ---------------------------------------------------------------------------- ranking

@@ -6,6 +6,8 @@
 - :mod:`~rankeval.io.trec`: TREC qrels, runs and docinfo files (the general reader);
 - :mod:`~rankeval.io.fast_run`: the fast path for plain TREC runs;
 - :mod:`~rankeval.io.htbg_json`: the hTBG reference's JSON format;
+- :mod:`~rankeval.io.validate`: the checks the readers share (grades, ids, repeated
+  judgments, a file in the other's place), for files and for input built in memory;
 - :mod:`~rankeval.io.data`: the ``Qrels`` and ``Run`` objects (files, DataFrames, dicts, Parquet);
 - :mod:`~rankeval.io.forms`: the other input forms (PyTerrier columns, ir_measures tuples);
 - :mod:`~rankeval.io.attributes`: item attributes (``key=value``) as checked numbers, and

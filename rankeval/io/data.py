@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rankeval.errors import InputError, RankevalError, UsageError, clip
+from rankeval.errors import InputError, RankevalError, UsageError
 from rankeval.io import attributes, forms, htbg_json, inputs
 from rankeval.io import trec as io
-from rankeval.io.lines import surrogate_message
+from rankeval.io.validate import check_ids, check_judgments, dict_rows, float_column, id_strings
 
 if TYPE_CHECKING:
     import numpy as np
@@ -260,28 +260,28 @@ class Qrels:
             UsageError: a required column is missing, or the relevance is not numeric.
             InputError: as in a qrels file: a missing (``None``, ``NaN``) or empty id, one
                 with a control character or an unpaired surrogate; a relevance outside
-                :data:`rankeval.io.trec.GRADES` or not finite; the same ``(query_id,
+                :data:`rankeval.io.validate.GRADES` or not finite; the same ``(query_id,
                 iteration, doc_id)`` on two rows (naming both).
         """
         import pyarrow as pa
 
         frame = forms.with_columns(frame, ("query_id", "doc_id", "relevance"), "qrels", source)
         cols: dict[str, Any] = {
-            "query_id": _strings(frame["query_id"], "query_id", source),
+            "query_id": id_strings(frame["query_id"], "query_id", source),
             "iteration": (
-                _strings(frame["iteration"], "iteration", source)
+                id_strings(frame["iteration"], "iteration", source)
                 if "iteration" in frame
                 else pa.repeat(pa.scalar("0", pa.string()), len(frame))
             ),
-            "doc_id": _strings(frame["doc_id"], "doc_id", source),
-            "relevance": pa.array(_floats(frame["relevance"], "relevance", source), pa.float64()),
+            "doc_id": id_strings(frame["doc_id"], "doc_id", source),
+            "relevance": pa.array(float_column(frame["relevance"], "relevance", source), pa.float64()),
             "line": pa.array([0] * len(frame), pa.int64()),
         }
         for c in frame.columns:
             if c not in cols:
-                cols[str(c)] = _strings(frame[c], str(c), source)  # null: not given
+                cols[str(c)] = id_strings(frame[c], str(c), source)  # null: not given
         table = pa.table(cols)
-        io.check_judgments(table, source)
+        check_judgments(table, source)
         return cls(table, source)
 
     @classmethod
@@ -289,7 +289,7 @@ class Qrels:
         """Build from ``{query_id: {doc_id: relevance}}`` (the pytrec_eval/ir_measures shape)."""
         import pandas as pd
 
-        rows = _dict_rows(data, "relevance", source)
+        rows = dict_rows(data, "relevance", source)
         return cls.from_frame(
             pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance"], dtype=object), source
         )
@@ -417,7 +417,7 @@ class Run:
 
         def col(key: str, default: str) -> pa.Array:
             return (
-                _strings(frame[key], key, name)
+                id_strings(frame[key], key, name)
                 if key in frame
                 else pa.repeat(pa.scalar(default, pa.string()), n)
             )
@@ -430,13 +430,13 @@ class Run:
                 "tag": col("tag", name),
             }
         )
-        io.check_ids(ids, tuple(ids.column_names), name)
+        check_ids(ids, tuple(ids.column_names), name)
         table = pa.table(
             {
                 "query_id": pc.dictionary_encode(ids.column("query_id").combine_chunks()),
                 "q0": pc.dictionary_encode(ids.column("q0").combine_chunks()),
                 "doc_id": ids.column("doc_id").combine_chunks(),
-                "score": pa.array(_floats(frame["score"], "score", name), pa.float64()),
+                "score": pa.array(float_column(frame["score"], "score", name), pa.float64()),
                 "tag": pc.dictionary_encode(ids.column("tag").combine_chunks()),
             }
         )
@@ -456,67 +456,13 @@ class Run:
         """Build from ``{query_id: {doc_id: score}}`` (the pytrec_eval/ir_measures shape)."""
         import pandas as pd
 
-        rows = _dict_rows(data, "score", f"<dict {name}>")
+        rows = dict_rows(data, "score", f"<dict {name}>")
         return cls.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "score"], dtype=object), name)
 
 
 def _check_source(source: Any) -> None:
     if not isinstance(source, (str, Path)):
         raise UsageError(f"expected a path (or '-' for standard input), not {type(source).__name__}")
-
-
-def _dict_rows(data: Any, what: str, source: str) -> list[tuple[Any, Any, float]]:
-    """``(query_id, doc_id, number)`` rows of ``{query_id: {doc_id: number}}``.
-
-    Raises:
-        UsageError: *data* is not of that shape, or a value is not a number (naming the
-            query and document). The finiteness rules are checked by ``from_frame``.
-    """
-    import numbers
-
-    if not isinstance(data, Mapping):
-        raise UsageError(f"{source}: expected {{query_id: {{doc_id: {what}}}}}, found {type(data).__name__}")
-    rows = []
-    for q, docs in data.items():
-        if not isinstance(docs, Mapping):
-            raise UsageError(
-                f"{source}: query {q!r} maps to {type(docs).__name__}; expected {{doc_id: {what}}}"
-            )
-        for d, v in docs.items():
-            if isinstance(v, bool) or not isinstance(v, numbers.Real):
-                raise UsageError(
-                    f"{source}: query {q!r} document {d!r}: expected a number for the {what}, found {v!r}"
-                )
-            rows.append((q, d, float(v)))  # ids as given (in object columns): from_frame checks them
-    return rows
-
-
-def _strings(values: pd.Series, column: str, source: str) -> pa.Array:
-    """A DataFrame column of ids as strings (``str`` of each value), null where pandas sees
-    a missing value (``None``, ``NaN``, ``pd.NA``) for :func:`rankeval.io.trec.check_ids`
-    to refuse.
-
-    Raises:
-        InputError: a value whose text holds an unpaired surrogate (no file can hold it),
-            naming the column and the row.
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    missing = values.isna().to_numpy(dtype=bool)
-    try:
-        text = pa.array(values.astype(str), pa.string())
-    except UnicodeEncodeError:
-        for row, (value, gone) in enumerate(zip(values.tolist(), missing.tolist(), strict=True)):
-            bad = None if gone else next((c for c in str(value) if "\ud800" <= c <= "\udfff"), None)
-            if bad is not None:
-                raise InputError(
-                    f"{surrogate_message(bad)} ({column} {value!r}, row {row + 1})", source=source
-                ) from None
-        raise  # pragma: no cover - pyarrow encodes any other str
-    if missing.any():  # pandas 2 writes them "None", "nan"
-        text = pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), text)
-    return text
 
 
 def _nth_line(data: bytes, line: int) -> str | None:
@@ -531,14 +477,6 @@ def _nth_line(data: bytes, line: int) -> str | None:
     start = int(ends[line - 2]) + 1 if line > 1 else 0
     end = int(ends[line - 1]) if line <= len(ends) else len(data)
     return data[start : min(end, start + 4 * MAX_ECHO)].decode("utf-8", "replace").rstrip("\r")[:MAX_ECHO]
-
-
-def _floats(values: Any, what: str, source: str) -> Any:
-    """A DataFrame column as float64, or a :class:`UsageError` naming the column."""
-    try:
-        return values.astype("float64")
-    except (TypeError, ValueError) as exc:
-        raise UsageError(f"the {what} column is not numeric: {clip(str(exc), 100)}", source=source) from None
 
 
 def _looks_like_dataset_id(text: str) -> bool:

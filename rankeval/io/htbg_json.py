@@ -13,7 +13,7 @@ The reader checks what the TREC readers check, and names the place by its JSON p
 valid JSON no deeper than the format needs (a deeper document stops with a message, not
 with Python's ``RecursionError``), the structure above, finite numbers (a score may be
 ``±Infinity``, not ``NaN``; a label or stopping probability within the grades' range,
-:data:`rankeval.io.trec.GRADES`), no key twice in one object (Python's ``json`` would keep
+:data:`rankeval.io.validate.GRADES`), no key twice in one object (Python's ``json`` would keep
 the last silently), no control characters in ids and no unpaired surrogate escape
 (``"\\ud800"``: valid JSON, but no text), no item twice, and at least one judgment. A truth
 file given as the prediction (or the other way round) is named as such.
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,9 +36,10 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from rankeval.errors import InputError, clip
+from rankeval.errors import InputError
 from rankeval.io import inputs, lines
 from rankeval.io import trec as io
+from rankeval.io.validate import JsonInteger, JsonReader, bad_grade, htbg_swapped, is_htbg_judgment
 
 if TYPE_CHECKING:
     import numpy as np
@@ -70,171 +70,12 @@ def is_json(source: str | Path) -> bool:
 
 
 # ---------------------------------------------------------------------------- exact path
-class _Object(dict[str, Any]):
-    """A JSON object that remembers the first key it was given twice."""
-
-    duplicate: str | None = None
-
-
-def _object(pairs: list[tuple[str, Any]]) -> _Object:
-    obj = _Object(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                obj.duplicate = key
-                break
-            seen.add(key)
-    return obj
-
-
-def _path(*keys: str | int) -> str:
-    """A JSON path for messages: ``$["q_1"]["user_1"][1]``."""
-    return "$" + "".join(f"[{k}]" if isinstance(k, int) else f"[{json.dumps(k)}]" for k in keys)
-
-
-def _show(value: Any) -> str:
-    try:
-        text = json.dumps(value)
-    except (TypeError, ValueError, RecursionError):
-        text = type(value).__name__
-    return text if len(text) <= 60 else text[:60] + "..."
-
-
-class _Integer(float):
-    """A JSON integer, read as a float that keeps its literal: a word count keeps it as its
-    ``cost=`` text (``120``, not ``120.0``), since the hTBG reference multiplies integer
-    word counts as 64-bit integers and others as floats (``rankeval_tbg``'s reference ideal)."""
-
-    text: str
-
-    def __new__(cls, literal: str) -> _Integer:
-        number = super().__new__(cls, literal)
-        number.text = literal
-        return number
-
-
-def _load(data: bytes, name: str, expected: str) -> dict[str, Any]:
-    """The JSON document of *data* (the bytes of file *name*), which must be an object.
-
-    Raises:
-        InputError: the text is not UTF-8, not valid JSON, nested deeper than Python can
-            parse, or not an object.
-    """
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        lines.check_utf8(data, name)
-        raise  # pragma: no cover - check_utf8 raises
-    del data
-    try:
-        # integers as floats: every number of the format is read as one, and Python's int()
-        # refuses literals of more than 4300 digits (float() makes them infinite: refused below)
-        document = json.loads(text, object_pairs_hook=_object, parse_int=_Integer)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"not valid JSON: {exc.msg}; expected {expected}", source=name, line=exc.lineno, column=exc.colno
-        ) from None
-    except ValueError as exc:  # any other literal Python's json cannot convert
-        raise InputError(f"not valid JSON: {clip(str(exc), 100)}; expected {expected}", source=name) from None
-    except RecursionError:
-        raise InputError(
-            f"JSON nested too deeply to read; expected {expected} (four levels)", source=name
-        ) from None
-    if not isinstance(document, dict):
-        raise InputError(
-            f"{_path()}: expected a JSON object {expected}, found {_show(document)}", source=name
-        )
-    return document
-
-
-class _Reader:
-    """One walk over a truth or prediction document, with the checks shared by both."""
-
-    def __init__(self, data: bytes, name: str, expected: str, pair: str) -> None:
-        self.name = name
-        self.pair_what = pair  # what an individual's value is: [label, {...}] or [score, {...}]
-        self.document = _load(data, name, expected)
-
-    def fail(self, keys: tuple[str | int, ...], message: str) -> InputError:
-        return InputError(f"{_path(*keys)}: {message}", source=self.name)
-
-    def object(self, value: Any, keys: tuple[str | int, ...], what: str) -> dict[str, Any]:
-        """*value* as a JSON object of *what*, its keys checked."""
-        if not isinstance(value, dict):
-            raise self.fail(keys, f"expected an object of {what}, found {_show(value)}")
-        duplicate = getattr(value, "duplicate", None)
-        if duplicate is not None:
-            raise self.fail(keys, f"key {_show(duplicate)} given twice; expected each of the {what} once")
-        for key in value:
-            bad = [c for c in key if ord(c) < 0x20 or ord(c) == 0x7F]
-            if bad:
-                raise self.fail(
-                    (*keys, key),
-                    f"control character {bad[0]!r} in an id; expected text (ids cannot contain it)",
-                )
-            if not key:
-                raise self.fail((*keys, key), "empty id; expected a non-empty id")
-            surrogate = None if key.isascii() else _SURROGATE.search(key)
-            if surrogate:
-                raise self.fail((*keys, key), lines.surrogate_message(surrogate.group()))
-        return value
-
-    def pair(self, value: Any, keys: tuple[str | int, ...], what: str) -> tuple[Any, Any]:
-        if not (isinstance(value, list) and len(value) == 2):
-            raise self.fail(keys, f"expected [{what}], found {_show(value)}")
-        return value[0], value[1]
-
-    def number(self, value: Any, keys: tuple[str | int, ...], infinite: bool = False) -> float:
-        """*value* as a float: a finite JSON number (or ``±Infinity`` with *infinite*)."""
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.fail(keys, f"expected a number, found {_show(value)}")
-        try:
-            number = float(value)
-        except OverflowError:
-            raise self.fail(keys, "number too large; expected a finite number") from None
-        if number != number:
-            raise self.fail(keys, "expected a number, found NaN")
-        if not infinite and number in (float("inf"), float("-inf")):
-            raise self.fail(keys, f"expected a finite number, found {_show(value)}")
-        return number
-
-    def grade(self, value: Any, keys: tuple[str | int, ...]) -> float:
-        """*value* as a relevance: a number within :data:`rankeval.io.trec.GRADES`."""
-        number = self.number(value, keys)
-        if not io.GRADES[0] <= number <= io.GRADES[1]:
-            raise self.fail(keys, f"expected {io.GRADES_EXPECTED}, found {_show(value)}")
-        return number
-
-    def individuals(self) -> Iterator[tuple[str, str, Any, dict[str, Any]]]:
-        """``(query, individual, first value, documents)`` of each individual, in file order."""
-        queries = self.object(self.document, (), "queries")
-        for qid, individuals in queries.items():
-            for ind, value in self.object(individuals, (qid,), "individuals").items():
-                first, docs = self.pair(value, (qid, ind), self.pair_what)
-                yield qid, ind, first, self.object(docs, (qid, ind, 1), "documents")
-
-    def unique(
-        self,
-        seen: dict[tuple[str, str], tuple[str | int, ...]],
-        qid: str,
-        item: str,
-        keys: tuple[str | int, ...],
-    ) -> None:
-        """Refuse an item id met twice in a query (individual ``a/b`` and document ``b`` of ``a``)."""
-        first = seen.setdefault((qid, item), keys)
-        if first != keys:
-            raise self.fail(
-                keys, f"item {_show(item)} of query {_show(qid)} already given at {_path(*first)}"
-            )
-
-
 TruthRow = tuple[str, str, str, float, str | None, str | None]
 
 
 def _exact_truth(data: bytes, name: str, sep: str) -> list[TruthRow]:
     """The rows of :func:`read_truth`, by a walk over every item (the exact path)."""
-    reader = _Reader(data, name, _TRUTH, "label, {doc: [stop_probability, words]}")
+    reader = JsonReader(data, name, _TRUTH, "label, {doc: [stop_probability, words]}")
     del data
     rows: list[TruthRow] = []
     seen: dict[tuple[str, str], tuple[str | int, ...]] = {}
@@ -248,13 +89,13 @@ def _exact_truth(data: bytes, name: str, sep: str) -> list[TruthRow]:
         for doc, judgment in docs.items():
             keys = (qid, ind, 1, doc)
             if not documents and isinstance(judgment, (int, float)) and not isinstance(judgment, bool):
-                raise _swapped(reader.name, "prediction")  # {doc: score}: the run
+                raise htbg_swapped(reader.name, "prediction")  # {doc: score}: the run
             documents += 1
             stop, words = reader.pair(judgment, keys, "stop_probability, words")
             cost = reader.number(words, (*keys, 1))
             item = f"{ind}{sep}{doc}"
             reader.unique(seen, qid, item, keys)
-            text = words.text if isinstance(words, _Integer) else repr(cost)
+            text = words.text if isinstance(words, JsonInteger) else repr(cost)
             rows.append((qid, "0", item, reader.grade(stop, (*keys, 0)), text, None))
     if not rows:
         raise InputError(f"no judgments: it has no individual; expected {_TRUTH}", source=reader.name)
@@ -263,7 +104,7 @@ def _exact_truth(data: bytes, name: str, sep: str) -> list[TruthRow]:
 
 def _exact_prediction(data: bytes, name: str, sep: str) -> list[tuple[str, str, float]]:
     """The rows of :func:`read_prediction`, by a walk over every item (the exact path)."""
-    reader = _Reader(data, name, _PREDICTION, "score, {doc: score}")
+    reader = JsonReader(data, name, _PREDICTION, "score, {doc: score}")
     del data
     rows: list[tuple[str, str, float]] = []
     seen: dict[tuple[str, str], tuple[str | int, ...]] = {}
@@ -272,8 +113,8 @@ def _exact_prediction(data: bytes, name: str, sep: str) -> list[tuple[str, str, 
         reader.unique(seen, qid, ind, (qid, ind))
         rows.append((qid, ind, reader.number(score, (qid, ind, 0), infinite=True)))
         for doc, doc_score in docs.items():
-            if not documents and _is_judgment(doc_score):
-                raise _swapped(reader.name, "truth")  # {doc: [stop_probability, words]}: the qrels
+            if not documents and is_htbg_judgment(doc_score):
+                raise htbg_swapped(reader.name, "truth")  # {doc: [stop_probability, words]}: the qrels
             documents += 1
             item = f"{ind}{sep}{doc}"
             reader.unique(seen, qid, item, (qid, ind, 1, doc))
@@ -281,21 +122,6 @@ def _exact_prediction(data: bytes, name: str, sep: str) -> list[tuple[str, str, 
     if not rows:
         raise InputError(f"empty run: it has no individual; expected {_PREDICTION}", source=reader.name)
     return rows
-
-
-def _is_judgment(value: Any) -> bool:
-    """Whether *value* is a truth file's judgment of a document: two numbers."""
-    return (
-        isinstance(value, list)
-        and len(value) == 2
-        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
-    )
-
-
-def _swapped(name: str, other: str) -> InputError:
-    """The error for a truth file given where the prediction goes, or the other way round:
-    its first document is judged as the *other* file judges them."""
-    return InputError(f"{name} looks like an hTBG {other} file; the qrels come first: rankeval QRELS RUN")
 
 
 # ---------------------------------------------------------------------------- fast path
@@ -308,8 +134,6 @@ _InfinitePredictionDoc = dict[str, dict[str, tuple[_Score, dict[str, _Score]]]]
 _NEGATIVE_ZERO = re.compile(rb"-0(?![.0-9eE])")
 # an infinite number in a value position: made a string, which the decoder's type takes
 _INFINITY = re.compile(rb"([\[,:][ \t\n\r]*)(-?Infinity)")
-# what Python's json makes of an escape \ud800-\udfff that is not half of a pair
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _TRUTH_COLUMNS = ("query_id", "iteration", "doc_id", "relevance", "line", "cost", "exclude")
 
 
@@ -532,7 +356,7 @@ def _fast_truth(data: bytes, sep: str) -> pa.Table | None:
     texts = _cost_texts(words, values)
     del flat.first[:], values[:]
     relevance = layout.spread(pc.fill_null(label, 0.0).to_numpy(zero_copy_only=False), stop)
-    if io.bad_grade(pa.array(relevance)) is not None:  # the exact path names it
+    if bad_grade(pa.array(relevance)) is not None:  # the exact path names it
         return None
     no_cost = pa.nulls(len(label), pa.string())
     cost = pa.concat_arrays([no_cost, texts]).take(pa.array(layout.source_index()))

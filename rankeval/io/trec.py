@@ -24,7 +24,7 @@ where useful, the column):
   is recognised and named; text that is not valid UTF-8;
 * too few columns, a score or relevance that is not a number, a NaN score (``±inf`` are
   valid scores, ranked first or last), a relevance that is not finite or outside
-  :data:`GRADES`;
+  :data:`~rankeval.io.validate.GRADES`;
 * a run given as the qrels, or qrels as the run: when the first line fails and has the other
   format's shape, the error says so (``run.txt looks like a run file; the qrels come first``);
 * the same ``(query_id, iteration, doc_id)`` on two qrels lines (naming both, as trec_eval
@@ -44,14 +44,15 @@ from rankeval.errors import InputError, clip
 from rankeval.io import inputs
 from rankeval.io.fast_run import dictionary_encode, read_run_fast
 from rankeval.io.inputs import source_name
-from rankeval.io.lines import (
-    CONTROL_REGEX,
-    MAX_LINE,
-    Lines,
-    need_columns,
-    show,
-    split_lines,
-    to_float,
+from rankeval.io.lines import MAX_LINE, Lines, need_columns, show, split_lines, to_float
+from rankeval.io.validate import (
+    GRADES_EXPECTED,
+    bad_grade,
+    check_judgments,
+    check_text_columns,
+    repeated_judgment,
+    repeated_message,
+    trec_swapped,
 )
 
 if TYPE_CHECKING:
@@ -59,15 +60,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
-    "GRADES",
-    "GRADES_EXPECTED",
     "MAX_ATTRIBUTES",
     "MAX_LINE",
     "RESERVED",
-    "bad_grade",
-    "check_ids",
-    "check_judgments",
-    "check_text_columns",
     "is_compressed",
     "parse_qrels",
     "parse_run",
@@ -82,13 +77,6 @@ __all__ = [
 MAX_ATTRIBUTES = 100
 """Most different ``key=value`` names one qrels or docinfo file may use: each becomes a
 column with one entry per line, so their number multiplies the memory a file takes."""
-
-GRADES = (-(2**31), 2**31 - 1)
-"""The relevance values accepted, inclusive: those of a 32-bit integer, the range of the
-measures' ``rel`` parameter (fractions in between are accepted: stopping probabilities,
-fractional grades). A grade past it (``1e19``, ``1.7e308``) is refused rather than summed
-into an infinite or inexact gain."""
-GRADES_EXPECTED = f"a finite number in [{GRADES[0]}, {GRADES[1]}]"
 
 _BOM = b"\xef\xbb\xbf"
 RESERVED = ("query_id", "iteration", "doc_id", "relevance", "line")
@@ -240,54 +228,6 @@ def _one_attribute_per_line(
     return columns
 
 
-def _swapped(lines: Lines, first_line: int, error: InputError, reading: str) -> InputError | None:
-    """The error for a run given where the qrels go, or qrels where a run goes (``rankeval
-    RUN QRELS``), when *error* is at the first content line of a whole file (*first_line*
-    1; *reading* it as ``"qrels"`` or ``"run"``) and the file has the other format's
-    shape; else ``None``.
-
-    A run's shape: every line has 6 fields or more, and the first ``qid Q0 docno rank score
-    tag``, rank and score numbers, tag no ``key=value``. Qrels' shape: the first line is
-    ``qid iter docno rel [key=value ...]``, rel a number, and it gives an attribute or no
-    line has 6 fields (a run whose first line lost its last columns is no qrels file).
-    """
-    import pyarrow.compute as pc
-
-    if first_line != 1 or not len(lines.line) or error.line != int(lines.line[0]):
-        return None
-    fields = [str(f) for f in lines.tokens[0].as_py()]
-    count = pc.list_value_length(lines.tokens)
-    if reading == "qrels":
-        other = "a run file"
-        shaped = (
-            len(fields) == 6
-            and _is_number(fields[3])
-            and _is_number(fields[4])
-            and "=" not in fields[5]
-            and pc.min(count).as_py() >= 6
-        )
-    else:
-        other = "a qrels file"
-        attributes = fields[4:]
-        shaped = (
-            len(fields) >= 4
-            and _is_number(fields[3])
-            and all("=" in f for f in attributes)
-            and (bool(attributes) or pc.max(count).as_py() < 6)
-        )
-    if not shaped:
-        return None
-    return InputError(f"{lines.name} looks like {other}; the qrels come first: rankeval QRELS RUN")
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 # ---------------------------------------------------------------------------- runs
 def read_run_table(source: str | Path) -> tuple[pa.Table, np.ndarray | None]:
     """Read a TREC run into a table ``query_id, q0, doc_id, score, tag`` in file order.
@@ -342,7 +282,7 @@ def parse_run(data: bytes, name: str, first_line: int = 1) -> tuple[pa.Table, np
             need_columns(lines, 6, "query_id Q0 doc_id rank score tag")
             score = to_float(lines, 4, "the score (column 5)")
         except InputError as exc:
-            raise _swapped(lines, first_line, exc, "run") or exc from None
+            raise trec_swapped(lines, first_line, exc, "run") or exc from None
         if pc.any(pc.is_nan(score)).as_py():
             row = int(np.flatnonzero(pc.is_nan(score).to_numpy(zero_copy_only=False))[0])
             raise lines.fail(
@@ -409,168 +349,15 @@ def parse_qrels(data: bytes, name: str, first_line: int = 1) -> pa.Table:
         "relevance": rel,
         "line": pa.array(lines.line, pa.int64()),
     }
-    repeated = _repeated_judgment(columns)
+    repeated = repeated_judgment(columns)
     if repeated is not None:
         first, row = repeated
-        raise lines.fail(row, _repeated_message(columns, row, f"line {int(lines.line[first])}"), 2)
+        raise lines.fail(row, repeated_message(columns, row, f"line {int(lines.line[first])}"), 2)
     try:
         columns.update(_attributes(lines, 4, "after the relevance", reserved=set(RESERVED)))
     except InputError as exc:
-        raise _swapped(lines, first_line, exc, "qrels") or exc from None
+        raise trec_swapped(lines, first_line, exc, "qrels") or exc from None
     return pa.table(columns)
-
-
-def _repeated_judgment(columns: dict[str, pa.Array] | pa.Table) -> tuple[int, int] | None:
-    """Rows ``(first, later)`` of the first ``(query_id, iteration, doc_id)`` that a later
-    row repeats (the later row being the earliest such), or ``None``. Hashing in pyarrow, then
-    a count over the pair codes (a sort when they span too wide a range): O(total bytes +
-    rows), or O(rows log rows)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    codes = []
-    for name in ("query_id", "iteration", "doc_id"):
-        encoded = dictionary_encode(columns[name])
-        codes.append((np.asarray(encoded.indices, dtype=np.int64), max(len(encoded.dictionary), 1)))
-    (q, nq), (i, ni), (d, nd) = codes
-    if len(q) < 2:
-        return None
-    qi = q * ni + i  # < nq * ni <= rows * rows: no overflow
-    if nq > 1 and ni > 1:  # codes of the (query, iteration) pairs, < rows
-        qi = np.asarray(pc.dictionary_encode(pa.array(qi)).indices, dtype=np.int64)
-    key = qi * nd + d
-    span = (int(qi.max()) + 1) * nd
-    if span <= 4 * len(key) + 1024:  # dense: a flag per possible key
-        seen = np.zeros(span, dtype=bool)
-        seen[key] = True
-        if np.count_nonzero(seen) == len(key):
-            return None
-        del seen
-    else:
-        ordered = np.sort(key)
-        if not (ordered[1:] == ordered[:-1]).any():
-            return None
-    # a judgment repeated (the error path): find the earliest repeating row
-    order = np.argsort(key, kind="stable")
-    same = key[order][1:] == key[order][:-1]
-    later = int(order[1:][same].min())
-    first = int(np.flatnonzero(key == key[later])[0])
-    return first, later
-
-
-def _repeated_message(columns: dict[str, pa.Array] | pa.Table, row: int, first: str) -> str:
-    def value(key: str) -> str:
-        return show(columns[key][row].as_py())
-
-    return (
-        f"judgment of document {value('doc_id')} for query {value('query_id')} (iteration "
-        f"{value('iteration')}) given twice (first on {first}); expected one line per "
-        "(query_id, iteration, doc_id), as trec_eval"
-    )
-
-
-def bad_grade(relevance: pa.Array | pa.ChunkedArray) -> int | None:
-    """The first row whose relevance is missing, NaN, infinite or outside :data:`GRADES`, or
-    ``None`` (vectorised)."""
-    import numpy as np
-    import pyarrow.compute as pc
-
-    ok = pc.and_(pc.greater_equal(relevance, GRADES[0]), pc.less_equal(relevance, GRADES[1]))
-    if not relevance.null_count and pc.all(ok, min_count=0).as_py():
-        return None
-    return int(np.flatnonzero(~pc.fill_null(ok, False).to_numpy(zero_copy_only=False))[0])
-
-
-def _where(table: pa.Table, row: int) -> tuple[str, int | None]:
-    """Where table row *row* came from, for a message: ``("line N", N)`` for a row read from
-    a file (its ``line`` column), else ``("row N", None)`` (1-based)."""
-    if "line" in table.column_names:
-        line = table.column("line")[row].as_py()
-        if line:
-            return f"line {line}", int(line)
-    return f"row {row + 1}", None
-
-
-def _fail_at(table: pa.Table, row: int, message: str, source: str) -> InputError:
-    """An InputError about table row *row*: on its line, or naming the row."""
-    text, at = _where(table, row)
-    return InputError(message + (f" ({text})" if at is None else ""), source=source, line=at)
-
-
-def _suspect(ids: pa.Array) -> bool:
-    """Whether an id of string array *ids* may be null, empty or hold a control character:
-    numpy over its offsets and bytes (a control character is one byte in UTF-8, never part
-    of another character's), many times faster than a regular expression per id."""
-    import numpy as np
-    import pyarrow as pa
-
-    if ids.null_count:
-        return True
-    if not len(ids):
-        return False
-    kind = np.int64 if pa.types.is_large_string(ids.type) else np.int32
-    offsets = np.frombuffer(ids.buffers()[1], kind)[ids.offset : ids.offset + len(ids) + 1]
-    if (offsets[1:] == offsets[:-1]).any():
-        return True
-    data = np.frombuffer(ids.buffers()[2], np.uint8)[offsets[0] : offsets[-1]]
-    return bool(((data < 0x20) | (data == 0x7F)).any())
-
-
-def check_ids(table: pa.Table, names: tuple[str, ...], source: str) -> None:
-    """Check the id columns *names* of a table built in memory (a DataFrame, a dict, Parquet)
-    as a file's ids are checked: each given (not null: pandas' ``None``, ``NaN``), not
-    empty, without control characters (an unpaired surrogate cannot reach a table: see
-    ``rankeval.io.data``).
-
-    Raises:
-        InputError: naming the column, the value and the row (or line).
-    """
-    import numpy as np
-    import pyarrow.compute as pc
-
-    for name in names:
-        ids = table.column(name)
-        if not any(map(_suspect, ids.chunks)):
-            continue
-        bad = pc.or_(pc.equal(pc.binary_length(ids), 0), pc.match_substring_regex(ids, CONTROL_REGEX))
-        row = int(np.flatnonzero(pc.fill_null(bad, True).to_numpy(zero_copy_only=False))[0])
-        value = ids[row].as_py()
-        if value is None:
-            message = f"missing {name} (None, NaN or NA); expected an id"
-        elif not value:
-            message = f"empty {name}; expected a non-empty id"
-        else:
-            char = next(c for c in value if ord(c) < 0x20 or ord(c) == 0x7F)
-            message = (
-                f"control character {char!r} in {name} {show(value)}; expected text (ids cannot contain it)"
-            )
-        # the row's other ids: a dict's rows have no order the user wrote
-        known = [f"{c} {show(table.column(c)[row].as_py())}" for c in ("query_id", "doc_id") if c != name]
-        raise _fail_at(table, row, f"{message} ({', '.join(known)})", source)
-
-
-def check_judgments(table: pa.Table, source: str) -> None:
-    """Check qrels built in memory (a DataFrame, a dict, the hTBG JSON format, Parquet) as
-    the TREC reader checks a file: ids given and well-formed (:func:`check_ids`), every
-    relevance a grade within :data:`GRADES`, no ``(query_id, iteration, doc_id)`` judged
-    twice.
-
-    Raises:
-        InputError: naming the row (1-based; both rows for a repeated judgment) or, for
-            rows read from a file, the line.
-    """
-    check_ids(table, ("query_id", "iteration", "doc_id"), source)
-    rel = table.column("relevance")
-    row = bad_grade(rel)
-    if row is not None:
-        found = show(rel[row].as_py()) if rel[row].is_valid else "NaN or a missing value"
-        raise _fail_at(table, row, f"expected {GRADES_EXPECTED} for the relevance, found {found}", source)
-    repeated = _repeated_judgment(table)
-    if repeated is None:
-        return
-    first, row = repeated
-    raise _fail_at(table, row, _repeated_message(table, row, _where(table, first)[0]), source)
 
 
 # ---------------------------------------------------------------------------- docinfo
@@ -614,25 +401,6 @@ def read_docinfo_table(source: str | Path) -> pa.Table:
                 )
         columns.update(_attributes(lines, 1, "after the docno", reserved=set(RESERVED)))
         return pa.table(columns)
-
-
-def check_text_columns(table: pa.Table, source: str) -> None:
-    """Check that every string column of *table* holds UTF-8 text: pyarrow does not check
-    the strings of a Parquet file it reads, and an id that is no text fails later, far
-    from its file (a ``str`` with surrogates that no output can write).
-
-    Raises:
-        InputError: naming the column.
-    """
-    import pyarrow as pa
-
-    for column in table.column_names:
-        try:
-            table.column(column).validate(full=True)
-        except pa.ArrowInvalid as exc:
-            raise InputError(
-                f"column {column!r} is not valid UTF-8 text ({clip(str(exc), 100)})", source=source
-            ) from None
 
 
 def read_parquet_qrels(source: str | Path) -> pa.Table:
