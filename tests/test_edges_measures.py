@@ -489,3 +489,24 @@ def test_the_documented_aggregate_override_works(files3) -> None:
         warnings.simplefilter("error", RankevalWarning)  # its own rule: no warning
         got = rankeval.evaluate(*files3, [Median(values="nan,2,3")])
     assert got[_summary(got)].value.item() == 2.0  # median of 0, 2, 3
+
+
+def test_random_baseline_moments_leave_undefined_queries_out() -> None:
+    """The random baseline's per-sample aggregate follows the default aggregate's rule: a
+    query undefined (NaN) in a sample is left out of that sample's mean (and of a count's
+    sum), and the spread is over the defined queries. By hand: 2 samples, 3 queries."""
+    import numpy as np
+
+    from rankeval.engine.random_sampling import _Moments
+
+    registry = rankeval.load_registry()
+    mean_measure, count_measure = registry.parse("AP"), registry.parse("NumRet")
+    per_query = [np.array([1.0, np.nan]), np.array([np.nan, 0.5]), np.array([0.0, 0.25])]
+    moments = _Moments(2, 2)
+    for values in per_query:
+        moments.add(np.vstack([values, values]))
+    agg, spread = moments.result([mean_measure, count_measure])
+    assert agg[0].tolist() == [0.5, 0.375]  # (1 + 0) / 2, (0.5 + 0.25) / 2
+    assert agg[1].tolist() == [1.0, 0.75]  # sums of the defined values
+    # sample variances: [(1-.5)^2 + (0-.5)^2] / 1 = 0.5, [(.5-.375)^2 + (.25-.375)^2] / 1 = 0.03125
+    assert spread[0] == pytest.approx(np.sqrt((0.5 + 0.03125) / 2))

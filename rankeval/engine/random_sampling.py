@@ -66,26 +66,32 @@ def random_positions(rng: np.random.Generator, n: int, c: int, samples: int) -> 
 
 
 class _Moments:
-    """Per-sample running sums over queries: aggregate and spread of each random ordering."""
+    """Per-sample running sums over queries: aggregate and spread of each random ordering.
+    A query whose value is undefined (NaN) is left out, as :meth:`Measure.aggregate` leaves
+    it out."""
 
     def __init__(self, n_measures: int, samples: int) -> None:
         self.total = np.zeros((n_measures, samples))
         self.square = np.zeros((n_measures, samples))
-        self.count = 0
+        self.count = np.zeros((n_measures, samples))  # defined queries
 
     def add(self, values: np.ndarray) -> None:  # (M, samples) values of one query
+        defined = ~np.isnan(values)
+        values = np.where(defined, values, 0.0)
         self.total += values
         self.square += values * values
-        self.count += 1
+        self.count += defined
 
     def result(self, measures: list[Measure]) -> tuple[np.ndarray, np.ndarray]:
         q = self.count
-        mean = self.total / q if q else np.full_like(self.total, np.nan)
-        agg = np.array([self.total[j] if m.integer else mean[j] for j, m in enumerate(measures)])
-        if q < 2:
-            return agg, np.full(len(measures), np.nan)
-        var = np.maximum(self.square - q * mean * mean, 0.0) / (q - 1)
-        return agg, np.sqrt(var.mean(axis=1))
+        some = q > 0
+        mean = np.where(some, self.total / np.maximum(q, 1), np.nan)
+        agg = np.array([np.where(some[j], self.total[j], np.nan) if m.integer else mean[j] for j, m in enumerate(measures)])
+        var = np.where(q >= 2, np.maximum(self.square - q * mean * mean, 0.0) / np.maximum(q - 1, 1), np.nan)
+        spread = np.full(len(measures), np.nan)
+        known = ~np.isnan(var).all(axis=1)
+        spread[known] = np.sqrt(np.nanmean(var[known], axis=1))
+        return agg, spread
 
 
 def _position_samples(
@@ -147,9 +153,9 @@ def _engine_samples(
             chunk_moments.add(block[:, :, q])
         moments.total[:, start : start + rows] = chunk_moments.total
         moments.square[:, start : start + rows] = chunk_moments.square
+        moments.count[:, start : start + rows] = chunk_moments.count
         if sampling.progress is not None:
             sampling.progress(1)
-    moments.count = n_q
     agg, std = moments.result(measures)
     for j, m in enumerate(measures):
         if _custom_aggregate(m):
