@@ -8,7 +8,8 @@ align and compute every measure with the same code as a whole run
 values and the measure's :meth:`~rankeval.Measure.aggregate_parts`. The driver then
 
 1. checks that no query turned up in two blocks of a run (an unsorted run): such a run is
-   evaluated again as one task, in memory, with a warning;
+   evaluated again as one task, in memory (its blocks read again and put together), with a
+   warning;
 2. evaluates the qrels' queries that no block retrieved (on an empty ranking, as a whole
    run does) as one more task;
 3. evaluates again, as parts of a nested collection, the tasks of a run that found no
@@ -16,6 +17,10 @@ values and the measure's :meth:`~rankeval.Measure.aggregate_parts`. The driver t
 4. sorts each measure's values by query id and computes the aggregate from all of them
    (:meth:`~rankeval.Measure.aggregate_from_parts`): the same numbers, in the same order,
    as one alignment of the whole run.
+
+Each run file is held open for the whole evaluation (:class:`~rankeval.io.blocks.RunFile`):
+every block, and every second reading of it, comes from the same file, and a file that
+changes meanwhile is an error naming it.
 
 Runs that are not files of TREC text (``-``, JSON, Parquet, DataFrames, dicts, :class:`Run`
 objects) are one task each, evaluated whole. The tasks of all runs form one list, which a
@@ -39,7 +44,7 @@ import numpy as np
 from rankeval.engine.scoring import as_number
 from rankeval.errors import InputError, RankevalWarning, ResourceError, UsageError, measure_guard
 from rankeval.io import trec as io
-from rankeval.io.blocks import RunBlock, read_block, split_run
+from rankeval.io.blocks import RunBlock, RunFile, read_block, split_run
 from rankeval.io.data import Qrels, Run
 from rankeval.options import EvalOptions
 
@@ -107,8 +112,8 @@ class PartValues:
 @dataclass(frozen=True)
 class BlockValues:
     """What a task sends back: per measure its values; the run's queries the task saw (in
-    file order), its distinct tags, its number of rows, whether its collection is nested,
-    and the warnings raised."""
+    file order), its distinct tags (its last line's last), its number of rows, whether its
+    collection is nested, and the warnings raised."""
 
     results: list[PartValues]
     queries: np.ndarray
@@ -130,7 +135,7 @@ class MeasureValues:
 @dataclass(frozen=True)
 class RunValues:
     """A run's name, its :class:`MeasureValues` (one per measure in the order given), the
-    queries it retrieves (sorted, distinct) and the tag of its first line."""
+    queries it retrieves (sorted, distinct) and the tag of its last line."""
 
     name: str
     measures: list[MeasureValues]
@@ -160,6 +165,12 @@ def run_task(shared: Shared, task: Task) -> BlockValues:
     try:
         return _evaluate(shared, run, task)
     except MemoryError:
+        if task.block is None:  # a run in memory, whole: the block size does not bound it
+            raise ResourceError(
+                f"out of memory while evaluating run {task.name} ({len(run):,} lines, in memory as a "
+                "whole): evaluate fewer runs at a time, or use a machine with more memory (a run "
+                "file sorted by query is evaluated in blocks, with bounded memory)"
+            ) from None
         raise ResourceError(
             f"out of memory while evaluating run {task.name} ({len(run):,} lines in this block): "
             "lower --block-size or --jobs, or use a machine with more memory"
@@ -201,11 +212,14 @@ def _evaluate(shared: Shared, run: Run, task: Task) -> BlockValues:
         if not pc.all(mask).as_py():  # (a block with every judged query: no copy)
             qrels = qrels.select(mask.to_numpy(zero_copy_only=False))
     tags = pc.unique(run.table.column("tag")).cast(pa.string()).to_pylist() if len(run) else []
+    if tags:  # the last line's tag last (trec_eval's runid)
+        last = str(run.table.column("tag")[-1].cast(pa.string()).as_py())
+        tags = [t for t in tags if t != last] + [last]
     rows = len(run)
     opts = shared.options
     if opts.float32_scores:
         run = run.with_float32_scores()
-    if opts.judged_only:
+    if opts.judged_only and opts.max_docs is None:  # (with -M: after the cut, in Alignment)
         run = run.judged_only(qrels)
     out: list[PartValues] = []
     with warnings.catch_warnings(record=True) as caught:
@@ -217,6 +231,7 @@ def _evaluate(shared: Shared, run: Run, task: Task) -> BlockValues:
             max_docs=opts.max_docs,
             on_duplicate=opts.duplicate_rule,
             nested=task.nested,
+            judged_only=opts.judged_only and opts.max_docs is not None,
         )
         plugins = shared.plugins or (None,) * len(shared.measures)
         for measure, plugin in zip(shared.measures, plugins, strict=True):
@@ -274,8 +289,44 @@ def evaluate_blocks(
 ) -> list[RunValues]:
     """Evaluate *runs* (``(name or None, path or Run)``; a path is a TREC file to cut into
     blocks) with *scheduler*: per run, its name and its values of each measure of *shared*
-    (:func:`rankeval.engine.runs.unique_names` names the runs given without a name)."""
-    states = [_RunState(name, item, not isinstance(item, Run), run_files(item), [], []) for name, item in runs]
+    (:func:`rankeval.engine.runs.unique_names` names the runs given without a name). Each
+    run file is opened once, when its first block is cut, and held open until the end.
+
+    Raises:
+        InputError: a run file cannot be read, holds a bad line, or changed while read.
+    """
+    import contextlib
+
+    with contextlib.ExitStack() as stack:
+        files = _HeldFiles(stack)
+        return _evaluate_runs(runs, scheduler, shared, block_size, files)
+
+
+class _HeldFiles:
+    """The run files of an evaluation, each opened once (at its first use) and closed when
+    the evaluation ends (*stack*)."""
+
+    def __init__(self, stack: Any) -> None:
+        self.stack = stack
+        self.files: dict[str, RunFile] = {}
+
+    def __getitem__(self, path: str) -> RunFile:
+        if path not in self.files:
+            self.files[path] = self.stack.enter_context(RunFile(path))
+        return self.files[path]
+
+
+def _evaluate_runs(
+    runs: Sequence[tuple[str | None, Any]],
+    scheduler: Scheduler,
+    shared: Shared,
+    block_size: int,
+    files: _HeldFiles,
+) -> list[RunValues]:
+    """:func:`evaluate_blocks` with its run files held in *files*."""
+    states = [
+        _RunState(name, item, not isinstance(item, Run), run_files(item), [], []) for name, item in runs
+    ]
     order: list[int] = []
 
     def first_round() -> Iterator[Task]:
@@ -287,7 +338,7 @@ def evaluate_blocks(
                 yield task
                 continue
             for path in state.files:
-                for block in split_run(path, block_size):
+                for block in split_run(files[path], block_size):
                     task = Task(i, _file_name(state), block=block, threads=scheduler.threads)
                     order.append(i)
                     state.tasks.append(replace(task, block=block.without_data()))
@@ -298,8 +349,8 @@ def evaluate_blocks(
         states[order[k]].values.append(values)
     for i, state in enumerate(states):
         if state.file:
-            _whole_queries(i, state, shared)
-    _nested_again(states, scheduler, block_size)
+            _whole_queries(i, state, shared, block_size, files)
+    _nested_again(states, scheduler, block_size, files)
     names = _names(states)
     _warn_once(v for state in states for v in state.values)
     return [
@@ -310,7 +361,7 @@ def evaluate_blocks(
                 for k, m in enumerate(shared.measures)
             ],
             np.unique(np.concatenate([v.queries for v in state.values]).astype(str)),
-            next((v.tags[0] for v in state.values if v.tags), ""),
+            next((v.tags[-1] for v in reversed(state.values) if v.tags), ""),
         )
         for name, state in zip(names, states, strict=True)
     ]
@@ -335,10 +386,11 @@ def _file_name(state: _RunState) -> str:
     return state.name or Path(str(state.source)).name
 
 
-def _whole_queries(i: int, state: _RunState, shared: Shared) -> None:
+def _whole_queries(i: int, state: _RunState, shared: Shared, block_size: int, files: _HeldFiles) -> None:
     """After the blocks of a run file: an empty run is an error; a query in two blocks (an
-    unsorted run) has the run evaluated again whole, in memory; the qrels' queries that no
-    block retrieved are evaluated on an empty ranking (in this process: no run line)."""
+    unsorted run) has the run evaluated again whole, in memory (:func:`_read_whole`); the
+    qrels' queries that no block retrieved are evaluated on an empty ranking (in this
+    process: no run line)."""
     name = _file_name(state)
     if not sum(v.rows for v in state.values):
         for path in state.files:
@@ -362,8 +414,7 @@ def _whole_queries(i: int, state: _RunState, shared: Shared) -> None:
             ),
             stacklevel=4,
         )
-        run = Run.read(state.source, name)
-        task = Task(i, name, memory=run)
+        task = Task(i, name, memory=_read_whole(state, name, block_size, files))
         state.tasks, state.values = [task], [run_task(shared, task)]
         return
     judged = shared.qrels.table.column("query_id").unique().cast("string").to_numpy(zero_copy_only=False)
@@ -374,7 +425,43 @@ def _whole_queries(i: int, state: _RunState, shared: Shared) -> None:
         state.values.append(run_task(shared, task))
 
 
-def _nested_again(states: list[_RunState], scheduler: Scheduler, block_size: int) -> None:
+def _read_whole(state: _RunState, name: str, block_size: int, files: _HeldFiles) -> Run:
+    """The run of a file read whole, in this process: its blocks read again (from the file
+    held open; a compressed one cut again) and put together. Each block is parsed as in
+    the first round (:func:`~rankeval.io.blocks.read_block`: pyarrow's threads only with
+    memory to spare), so that memory running out ends in an error, never an abort."""
+    import pyarrow as pa
+
+    from rankeval.io.fast_run import dictionary_encode
+
+    tables: list[pa.Table] = []
+    lines: list[np.ndarray] = []
+    try:
+        for task in _with_data(state.tasks, block_size, files):
+            assert task.block is not None
+            table, rows = read_block(task.block)
+            tables.append(table)
+            lines.append(rows)
+            del task, table, rows
+        whole = pa.concat_tables(tables)
+        del tables
+        columns = {
+            c: dictionary_encode(whole.column(c))
+            if pa.types.is_dictionary(whole.column(c).type)
+            else whole.column(c)
+            for c in whole.column_names
+        }
+        return Run(pa.table(columns), name, io.source_name(state.files[0]), np.concatenate(lines))
+    except (MemoryError, ResourceError):  # (read_block's own advice, a smaller block, would not help)
+        raise ResourceError(
+            f"out of memory while reading run {name} whole (it is not sorted by query, so it is "
+            "evaluated in memory): sort it with 'sort -s -k1,1' to evaluate it in blocks, or use a "
+            "machine with more memory",
+            source=io.source_name(state.files[0]),
+        ) from None
+
+
+def _nested_again(states: list[_RunState], scheduler: Scheduler, block_size: int, files: _HeldFiles) -> None:
     """Evaluate again, as parts of a nested collection, the tasks of a run that found no
     nested item when other tasks of the run did (until every task of each run agrees)."""
     while True:
@@ -388,23 +475,23 @@ def _nested_again(states: list[_RunState], scheduler: Scheduler, block_size: int
         if not todo:
             return
         tasks = [replace(state.tasks[k], nested=True) for state, k in todo]  # (blocks without bytes)
-        results = scheduler.map(_with_data(tasks, block_size))
+        results = scheduler.map(_with_data(tasks, block_size, files))
         for (state, k), task, values in zip(todo, tasks, results, strict=True):
             state.tasks[k] = task
             state.values[k] = values
 
 
-def _with_data(tasks: list[Task], block_size: int) -> Iterator[Task]:
+def _with_data(tasks: list[Task], block_size: int, files: _HeldFiles) -> Iterator[Task]:
     """*tasks*, one at a time, the blocks of compressed files with their bytes back: each
-    file is cut again, as a stream, once for all its blocks in file order (plain files'
-    blocks are read from their byte range where they are evaluated)."""
+    file (held open in *files*) is cut again, as a stream, once for all its blocks in file
+    order (plain files' blocks are read from their byte range where they are evaluated)."""
     cuts: dict[str, Iterator[RunBlock]] = {}
     for task in tasks:
         block = task.block
         if block is not None and block.compressed and block.data is None:
             found = next((b for b in cuts.get(block.path, iter(())) if b.start == block.start), None)
             if found is None:  # an earlier block than the last one found: cut the file again
-                cuts[block.path] = split_run(block.path, block_size)
+                cuts[block.path] = split_run(files[block.path], block_size)
                 found = next(b for b in cuts[block.path] if b.start == block.start)
             task = replace(task, block=found)
         yield task

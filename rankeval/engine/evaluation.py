@@ -176,7 +176,9 @@ def evaluate(
             import the calling script again: call with ``jobs`` > 1 from code under
             ``if __name__ == "__main__":`` (the ``rankeval`` command uses all cores).
         block_size: bytes of run text per block (default 32 MiB; the cut moves to the next
-            query).
+            query). Any size is taken here; ``--block-size`` on the command line is at least
+            :data:`~rankeval.io.blocks.MIN_BLOCK_SIZE` (64 KiB), since every block costs about
+            a millisecond whatever its size.
         dask: options of the Dask engine (scheduler address, local workers, memory limit);
             default :class:`~rankeval.engine.distributed.DaskOptions`.
         registry: measure registry to resolve specs with (default: all installed plugins).

@@ -12,17 +12,25 @@ two blocks) and handles by evaluating the run in memory.
 (:func:`rankeval.io.trec.parse_run`) for anything else, with every row's line number in the
 file, so that messages name the same line as a whole-file read would.
 
+A run file is opened once for a whole evaluation (:class:`RunFile`): the cuts, the blocks
+this process evaluates and any second reading of a block come from that one file
+descriptor, and the blocks a worker process reads (by path) must be the same file, of the
+same size and modification time. A file that changes while it is read — truncated, written
+to, or replaced under its name — is an :class:`~rankeval.errors.InputError` naming it.
+
 May import: numpy, ``inputs``, ``fast_run``, ``trec``, ``lines`` and the foundation modules.
 """
 
 from __future__ import annotations
 
+import builtins
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
+from rankeval.errors import InputError
 from rankeval.io import inputs
 from rankeval.io import trec as io
 from rankeval.io.fast_run import parse_run_fast
@@ -31,7 +39,16 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-__all__ = ["DEFAULT_BLOCK_SIZE", "RunBlock", "is_text_run", "read_block", "split_run"]
+__all__ = [
+    "DEFAULT_BLOCK_SIZE",
+    "MIN_BLOCK_SIZE",
+    "FileStamp",
+    "RunBlock",
+    "RunFile",
+    "is_text_run",
+    "read_block",
+    "split_run",
+]
 
 DEFAULT_BLOCK_SIZE = 32 * 2**20
 """Bytes of run text per block (before the cut moves to the next query)."""
@@ -39,12 +56,137 @@ DEFAULT_BLOCK_SIZE = 32 * 2**20
 MIN_DEFAULT_BLOCK_SIZE = 4 * 2**20
 """The smallest block size chosen by default (when many processes share a run)."""
 
+MIN_BLOCK_SIZE = 64 * 2**10
+"""The smallest block size the command line uses (a smaller ``--block-size`` is raised to
+it): each block costs about a millisecond whatever its size, so blocks of a few lines would
+make a run of many queries take minutes."""
+
 LONGEST_QUERY = 256 * 2**20
 """Bytes of one query's lines after which a block is cut even inside the query (the run is
 then evaluated as an unsorted one): a bound on a block's memory for any input."""
 
 _CHUNK = 4 * 2**20
 _BOM = b"\xef\xbb\xbf"
+
+
+class FileStamp(NamedTuple):
+    """What tells that a file is still the one first opened: its device and inode, its
+    size and its modification time."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, info: os.stat_result) -> FileStamp:
+        return cls(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _changed(name: str, stamp: FileStamp, now: FileStamp | None) -> InputError:
+    """The error for file *name*, opened as *stamp*, found as *now* (``None``: gone)."""
+    if now is None:
+        what = "removed"
+    elif (now.device, now.inode) != (stamp.device, stamp.inode):
+        what = "replaced by another file"
+    elif now.size < stamp.size:
+        what = f"truncated from {stamp.size:,} to {now.size:,} bytes"
+    else:
+        what = "written to"
+    return InputError(
+        f"the file changed while it was being read ({what}); evaluate a copy that stays unchanged",
+        source=name,
+    )
+
+
+def _check(name: str, path: str, stamp: FileStamp, fd: int) -> None:
+    """Raise :func:`_changed`'s error unless open file *fd* and the file *path* now names
+    are still the file of *stamp*, unchanged."""
+    now = FileStamp.of(os.fstat(fd))
+    if now != stamp:
+        raise _changed(name, stamp, now)
+    try:
+        named = FileStamp.of(os.stat(path))
+    except OSError:
+        raise _changed(name, stamp, None) from None
+    if named != stamp:
+        raise _changed(name, stamp, named)
+
+
+def _pread(fd: int, size: int, offset: int, name: str, stamp: FileStamp) -> bytes:
+    """Exactly *size* bytes of *fd* from *offset*: fewer (the file was truncated while
+    read) is :func:`_changed`'s error, never a loop waiting for bytes that will not come."""
+    data = os.pread(fd, size, offset)
+    if len(data) < size:
+        raise _changed(name, stamp, FileStamp.of(os.fstat(fd)))
+    return data
+
+
+class _Reader:
+    """A file descriptor read from offset 0 with ``pread`` (its own position): the raw
+    stream of a compressed file, which can be decompressed again while the file is held."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.pos = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = os.pread(self.fd, size if size >= 0 else 1 << 30, self.pos)
+        self.pos += len(data)
+        return data
+
+
+class RunFile:
+    """A run file held open for a whole evaluation: one file descriptor, and the file's
+    :class:`FileStamp` taken when it was opened. Its blocks (:meth:`split`) are read
+    through it in this process, and by path, the stamp checked, in others.
+
+    Raises:
+        InputError: the file cannot be opened.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self.name = io.source_name(path)
+        with inputs.os_errors(self.name, path=True):
+            self._file = open(self.path, "rb")  # held until close()
+        try:
+            with inputs.os_errors(self.name):
+                self.fd = self._file.fileno()
+                self.stamp = FileStamp.of(os.fstat(self.fd))
+                self.compression = inputs.compression_of(os.pread(self.fd, 16, 0))
+        except BaseException:
+            self._file.close()
+            raise
+        self.owner = os.getpid()
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> RunFile:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def check(self) -> None:
+        """Raise an :class:`~rankeval.errors.InputError` if the file changed since it was
+        opened (or its name now names another file)."""
+        with inputs.os_errors(self.name):
+            _check(self.name, self.path, self.stamp, self.fd)
+
+    def split(self, block_size: int, held: bool = True) -> Iterator[RunBlock]:
+        """:func:`split_run` of this file; *held*: the blocks may read their bytes through
+        this file's descriptor (it stays open while they are evaluated)."""
+        with inputs.os_errors(self.name):
+            self.check()
+            if self.compression is None:
+                yield from _split_plain(self, block_size, held)
+            else:
+                raw: Any = _Reader(self.fd)
+                stream: Any = inputs.Decompressed(raw, self.compression, self.name, 1 << 62, self.stamp.size)
+                yield from _split_stream(self, stream, block_size)
+            self.check()
 
 
 @dataclass(frozen=True)
@@ -59,6 +201,9 @@ class RunBlock:
         first_line: line number of its first line in the file (1-based).
         data: the block's bytes, or ``None``: read them from *path* (a plain file).
         compressed: the file is compressed (its blocks always carry their data).
+        stamp: the file when it was opened (:class:`FileStamp`); what any read checks.
+        fd: the descriptor the file is held open by, in process *owner* (``-1``: none).
+        owner: that process.
     """
 
     path: str
@@ -68,6 +213,9 @@ class RunBlock:
     first_line: int
     data: bytes | None = None
     compressed: bool = False
+    stamp: FileStamp | None = field(default=None, compare=False)
+    fd: int = field(default=-1, compare=False)
+    owner: int = field(default=0, compare=False)
 
     def without_data(self) -> RunBlock:
         """This block without its bytes: what the driver keeps of an evaluated block. A plain
@@ -75,16 +223,38 @@ class RunBlock:
         again (:func:`split_run`) before it is evaluated again."""
         if self.data is None:
             return self
-        return RunBlock(self.path, self.name, self.start, self.end, self.first_line, None, self.compressed)
+        from dataclasses import replace
+
+        return replace(self, data=None)
 
     def bytes(self) -> bytes:
-        """The block's text (read from the file if it does not carry it)."""
+        """The block's text: as carried, else read through the held descriptor (in the
+        process that holds it), else from the file by path, which must still be the file
+        first opened, unchanged.
+
+        Raises:
+            InputError: the file cannot be read, or changed since it was opened.
+        """
         if self.data is not None:
             return self.data
         if self.compressed:
             raise ValueError("a compressed file's block without its bytes: cut the file again")
-        with inputs.os_errors(self.name, path=True), open(self.path, "rb") as fh:
-            return os.pread(fh.fileno(), self.end - self.start, self.start)
+        if self.fd >= 0 and self.owner == os.getpid():
+            return self._read(self.fd)
+        try:
+            with inputs.os_errors(self.name, path=True), open(self.path, "rb") as fh:
+                return self._read(fh.fileno())
+        except InputError:
+            if self.stamp is not None and not os.path.lexists(self.path):
+                raise _changed(self.name, self.stamp, None) from None  # removed since it was opened
+            raise
+
+    def _read(self, fd: int) -> builtins.bytes:
+        with inputs.os_errors(self.name):
+            if self.stamp is None:
+                return os.pread(fd, self.end - self.start, self.start)
+            _check(self.name, self.path, self.stamp, fd)
+            return _pread(fd, self.end - self.start, self.start, self.name, self.stamp)
 
 
 def is_text_run(source: str | Path) -> bool:
@@ -97,77 +267,86 @@ def is_text_run(source: str | Path) -> bool:
     return not htbg_json.is_json(source)
 
 
-def split_run(path: str | Path, block_size: int = DEFAULT_BLOCK_SIZE) -> Iterator[RunBlock]:
-    """The query-aligned blocks of run file *path*, front to back, read as a stream. A plain
-    file is only scanned (its lines counted, its cuts found; a block's bytes are read where
-    it is evaluated, :meth:`RunBlock.bytes`); a compressed file's blocks carry their bytes
-    (one block in memory at a time here).
+def split_run(source: RunFile | str | Path, block_size: int = DEFAULT_BLOCK_SIZE) -> Iterator[RunBlock]:
+    """The query-aligned blocks of run file *source* (a path, or a :class:`RunFile` held
+    open), front to back, read as a stream. A plain file is only scanned (its lines counted,
+    its cuts found; a block's bytes are read where it is evaluated, :meth:`RunBlock.bytes`);
+    a compressed file's blocks carry their bytes (one block in memory at a time here).
 
     A cut is moved to the first line, at or after ``block_size`` bytes into the block, whose
     query id differs from the previous content line's (blank and comment lines do not
     count); if none comes within another ``block_size`` bytes (and :data:`LONGEST_QUERY`),
-    the block is cut at a line end anyway (the engine then sees the query in two blocks, as for an unsorted run).
+    the block is cut at a line end anyway (the engine then sees the query in two blocks, as
+    for an unsorted run). Every scan reads each byte a bounded number of times: one long
+    line, a file without any newline or one huge query costs time linear in its size.
 
     Raises:
-        InputError: the file cannot be read, or its compressed data is corrupt.
+        InputError: the file cannot be read, changed while it was read, or its compressed
+            data is corrupt.
     """
-    name = io.source_name(path)
-    with inputs.open_input(path, limit=1 << 62) as opened, inputs.os_errors(name):
-        if opened.compression is None:
-            yield from _split_plain(str(path), name, opened.stream, block_size)
-        else:
-            yield from _split_stream(str(path), name, opened.stream, block_size)
+    if isinstance(source, RunFile):
+        yield from source.split(block_size)
+        return
+    with RunFile(source) as file:
+        yield from file.split(block_size, held=False)  # (closed after the split: blocks read by path)
 
 
-def _split_plain(path: str, name: str, stream: BinaryIO, block_size: int) -> Iterator[RunBlock]:
+def _split_plain(file: RunFile, block_size: int, held: bool) -> Iterator[RunBlock]:
     """:func:`split_run` of a plain file: cuts found by reading a few lines at each."""
-    fd = stream.fileno()
-    size = os.fstat(fd).st_size
+    fd, size, stamp = file.fd, file.stamp.size, file.stamp
     pos = len(_BOM) if os.pread(fd, len(_BOM), 0) == _BOM else 0
     line = 1
     while pos < size:
         end = size
         if pos + block_size < size:
-            end = _cut_file(fd, pos, block_size, size)
-        yield RunBlock(path, name, pos, end, line)
-        line += _count_lines(fd, pos, end)
+            end = _cut_file(file, pos, block_size)
+        yield RunBlock(
+            file.path, file.name, pos, end, line, None, False, stamp, file.fd if held else -1, file.owner
+        )
+        line += _count_lines(file, pos, end)
         pos = end
 
 
-def _count_lines(fd: int, start: int, end: int) -> int:
+def _count_lines(file: RunFile, start: int, end: int) -> int:
     """The newlines between offsets *start* and *end* of a file, read a MiB at a time
     (numpy counts them about three times as fast as ``bytes.count``)."""
     import numpy as np
 
     count = 0
     while start < end:
-        chunk = os.pread(fd, min(1 << 20, end - start), start)
-        if not chunk:
-            break
+        chunk = _pread(file.fd, min(1 << 20, end - start), start, file.name, file.stamp)
         count += int(np.count_nonzero(np.frombuffer(chunk, np.uint8) == 10))
         start += len(chunk)
     return count
 
 
-def _cut_file(fd: int, pos: int, block_size: int, size: int) -> int:
-    """:func:`_cut` of the block starting at *pos* of a plain file, reading only around the cut."""
+def _cut_file(file: RunFile, pos: int, block_size: int) -> int:
+    """:func:`_cut` of the block starting at *pos* of a plain file, reading only around the
+    cut: back to the start of the line holding the cut (in windows growing fourfold), then
+    forward in reads that double what is held (each look at it costs its length: the sum
+    stays within a few times the bytes read)."""
+    fd, size, name, stamp = file.fd, file.stamp.size, file.name, file.stamp
     at = pos + block_size
     back = 1 << 16
     start = max(pos, at - back)
-    while start > pos and b"\n" not in os.pread(fd, at - start, start):
+    while start > pos and b"\n" not in _pread(fd, at - start, start, name, stamp):
         back *= 4  # a line longer than the window: look further back
         start = max(pos, at - back)
-    buf = os.pread(fd, min(size, at + (1 << 16)) - start, start)  # a query's lines are usually fewer
+    buf = _pread(
+        fd, min(size, at + (1 << 16)) - start, start, name, stamp
+    )  # a query's lines are usually fewer
     while True:
         cut = _cut(buf, at - start)
         if cut is not None:
             return start + cut
         if start + len(buf) >= size:
             return size
-        buf += os.pread(fd, min(len(buf), size - start - len(buf)), start + len(buf))  # twice as much
+        buf += _pread(
+            fd, min(len(buf), size - start - len(buf)), start + len(buf), name, stamp
+        )  # twice as much
 
 
-def _split_stream(path: str, name: str, stream: BinaryIO, block_size: int) -> Iterator[RunBlock]:
+def _split_stream(file: RunFile, stream: BinaryIO, block_size: int) -> Iterator[RunBlock]:
     """:func:`split_run` of a decompressed stream: each block carries its bytes."""
     pos, line = 0, 1
     buf = stream.read(len(_BOM))
@@ -191,7 +370,7 @@ def _split_stream(path: str, name: str, stream: BinaryIO, block_size: int) -> It
         data = buf[:cut]
         buf = buf[cut:]
         lines = data.count(b"\n")
-        yield RunBlock(path, name, pos, pos + cut, line, data, True)
+        yield RunBlock(file.path, file.name, pos, pos + cut, line, data, True, file.stamp)
         del data
         line += lines
         pos += cut
@@ -228,9 +407,12 @@ def _cut(buf: bytes, at: int) -> int | None:
     further on, at a line start (see :func:`split_run`).
 
     The lines are not looked at one by one: the first content line from the one holding
-    byte ``at - 1`` gives the query; every later line is tested at once (numpy) for starting
-    with that query and a blank, and only the lines that do not are looked at (the first
-    content line among them is the cut)."""
+    byte ``at - 1`` gives the query; every later line is tested at once (numpy) for being a
+    content line (not blank, not ``#``; only an indented line is looked at alone, for its
+    indent) whose first field is that query, and the first content line that is not is the
+    cut. Only fields as long as the query are compared with it, a few columns at a time:
+    the bytes compared are at most those of the lines, in a number of looks that does not
+    grow with the query's length (a query id of megabytes costs no more than its bytes)."""
     import numpy as np
 
     limit = at + max(at, LONGEST_QUERY)
@@ -251,35 +433,114 @@ def _cut(buf: bytes, at: int) -> int | None:
     limit_at = int(np.searchsorted(starts, limit))
     give_up = int(starts[limit_at]) if limit_at < len(starts) else None
     complete = starts[:-1]  # the lines whose newline is in buf
-    last = len(buf) - 1
-    same = np.ones(len(complete), bool)
-    for k, byte in enumerate(query):
-        same &= text[np.minimum(complete + k, last)] == byte
     blank = np.zeros(256, bool)
     blank[list(b" \t\n\r\x0b\x0c")] = True  # what ends a first field (bytes.split)
-    same &= blank[text[np.minimum(complete + len(query), last)]]
-    for line in complete[~same]:
-        if give_up is not None and line >= give_up:
-            break
-        other = _query(buf[int(line) : buf.find(b"\n", int(line))])
-        if other is not None and other != query:
-            return int(line)
+    heads = complete.copy()  # where each line's first field starts: after its indent
+    for i in np.flatnonzero(blank[text[complete]] & (text[complete] != 10)):
+        line = int(complete[i])
+        stop = int(starts[i + 1]) - 1
+        heads[i] = stop - len(buf[line:stop].lstrip())
+    ends = starts[1:] - 1  # each line's newline
+    content = (heads < ends) & (text[heads] != ord("#"))
+    size = len(query)
+    want = np.frombuffer(query, np.uint8)
+    found = np.flatnonzero(ends - heads >= size)
+    found = found[blank[text[heads[found] + size]]]  # the first field ends there ...
+    k = 0
+    while k < size and len(found):  # ... and its bytes are the query's: a MiB of them per look
+        width = min(size - k, max(1, (1 << 20) // len(found)))
+        found = found[(text[heads[found, None] + np.arange(k, k + width)] == want[k : k + width]).all(axis=1)]
+        k += width
+    content[found] = False  # (the same query)
+    other = np.flatnonzero(content)
+    if len(other) and (give_up is None or complete[other[0]] < give_up):
+        return int(complete[other[0]])
     return give_up
 
 
 def read_block(block: RunBlock, threads: bool = True) -> tuple[pa.Table, np.ndarray]:
     """Parse *block*: the run table (as :func:`rankeval.io.trec.read_run_table` reads a file)
     and the file line number of each row. *threads*: let pyarrow parse with its threads
-    (off in worker processes, where the processes are the parallelism).
+    (off in worker processes, where the processes are the parallelism; off too when memory
+    is short, :func:`threads_fit`).
 
     Raises:
         InputError: naming the file, line and column of the first bad line of the block.
+        ResourceError: memory ran out.
     """
     import numpy as np
 
     data = block.bytes()
     with inputs.reading(block.path, "run", "lower --block-size, or use a machine with more memory"):
-        table = parse_run_fast(data, threads)
+        _reserve(len(data))
+        table = parse_run_fast(data, threads and threads_fit(len(data)))
         if table is not None:
             return table, np.arange(block.first_line, block.first_line + table.num_rows, dtype=np.int64)
         return io.parse_run(data, block.name, block.first_line)
+
+
+def _reserve(size: int) -> None:
+    """Where an allocation can fail (:func:`allocation_room`), make sure before parsing
+    *size* bytes that pyarrow can allocate what the parse will: a buffer of that much taken
+    and given back (pyarrow's allocator keeps it for the parse that follows). pyarrow's CSV
+    reader aborts the process when one of its own allocations fails (``ValueOrDie``), even
+    in this thread; a failure here is a ``MemoryError``, rankeval's one line."""
+    if allocation_room() is None:
+        return
+    import pyarrow as pa
+
+    buffer = pa.allocate_buffer(3 * size + (32 << 20))
+    del buffer
+
+
+def threads_fit(size: int) -> bool:
+    """Whether pyarrow may parse *size* bytes of run text with its threads: unless an
+    allocation can fail (:func:`allocation_room`) and the room left is not ample. An
+    allocation that fails in one of pyarrow's threads aborts the whole process
+    (``ValueOrDie``: no error, no message), while in this thread it is an error that ends in
+    rankeval's one line; and each thread takes address space of its own (stack, allocator
+    arenas) that no estimate of the table's size foresees. So near a limit a block is
+    parsed in this thread."""
+    import pyarrow as pa
+
+    room = allocation_room()
+    return room is None or room > 4 * size + pa.cpu_count() * (256 << 20) + (512 << 20)
+
+
+def allocation_room() -> int | None:
+    """Bytes this process may still allocate before an allocation fails, where one can:
+    under an address-space or data limit (``ulimit -v``, ``prlimit --as``; ``ulimit -d``)
+    what is left of it, and under strict overcommit (``vm.overcommit_memory = 2``) what is
+    left to commit; ``None`` where none applies (memory then runs out by the kernel's
+    out-of-memory killer, not by a failed allocation)."""
+    import resource
+
+    rooms = []
+    status = _proc_fields("/proc/self/status")
+    for limit, used in ((resource.RLIMIT_AS, "VmSize"), (resource.RLIMIT_DATA, "VmData")):
+        soft = resource.getrlimit(limit)[0]
+        if soft != resource.RLIM_INFINITY:
+            rooms.append(soft - status.get(used, 0))
+    try:
+        strict = Path("/proc/sys/vm/overcommit_memory").read_text().strip() == "2"
+    except OSError:
+        strict = False
+    if strict:
+        info = _proc_fields("/proc/meminfo")
+        rooms.append(info.get("CommitLimit", 0) - info.get("Committed_AS", 0))
+    return min(rooms) if rooms else None
+
+
+def _proc_fields(path: str) -> dict[str, int]:
+    """The ``Name: N kB`` lines of a ``/proc`` file, in bytes (none if it cannot be read)."""
+    out: dict[str, int] = {}
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        fields = value.split()
+        if len(fields) == 2 and fields[1] == "kB" and fields[0].isdigit():
+            out[name] = int(fields[0]) * 1024
+    return out
