@@ -118,7 +118,8 @@ def measure_guard(measure: object, action: str = "failed", plugin: str | None = 
         raise
     except MemoryError as exc:
         raise ResourceError(
-            f"out of memory while computing {measure}; try --engine dask or a machine with more memory"
+            f"out of memory while computing {measure}; use a machine with more memory (in the "
+            "evaluate command a lower --jobs or --block-size holds fewer queries at once)"
         ) from exc
     except (Exception, SystemExit) as exc:  # sys.exit() in a plugin must not end rankeval silently
         reason = f"{type(exc).__name__}: {exc}".strip()

@@ -359,3 +359,24 @@ def test_block_size_has_a_floor(tmp_path, monkeypatch, given, used):
     result = CliRunner().invoke(app, [str(qrels), str(run), "-m", "AP", "--jobs", "1", "--block-size", given])
     assert result.exit_code == 0, result.output
     assert sizes == [used]
+
+
+def test_memory_advice_names_no_engine_that_would_not_help() -> None:
+    """Every out-of-memory message gives advice that is true of the engines (issue 24, item
+    1): none sends the user to --engine dask, which reads a run in blocks as the default
+    engine does."""
+    import bz2
+    import io as _io
+
+    from rankeval.errors import ResourceError, measure_guard
+    from rankeval.io.inputs import _BZIP2, Decompressed
+
+    with pytest.raises(ResourceError) as measure_error, measure_guard("AP"):
+        raise MemoryError
+    bomb = bz2.compress(b"0" * (1 << 20))
+    reader = Decompressed(_io.BytesIO(bomb), _BZIP2, "run.bz2", limit=1 << 16, size=len(bomb))
+    with pytest.raises(ResourceError) as bomb_error:
+        reader.read()
+    for message in (str(measure_error.value), str(bomb_error.value)):
+        assert "out of memory" in message or "exceeds" in message
+        assert "dask" not in message

@@ -272,7 +272,7 @@ class Decompressed(io.RawIOBase):
         return ResourceError(
             f"decompressed data exceeds the {human_size(self.limit or 0)} of memory available "
             f"({packed}; a decompression bomb?): decompress it on a machine with more memory and "
-            "check it, or split it (--engine dask reads an uncompressed run in blocks)",
+            "check it, or split it",
             source=self.name,
         )
 
@@ -342,6 +342,8 @@ def open_input(source: str | Path, limit: int | None = None) -> Iterator[Opened]
     """
     name = source_name(source)
     stdin = is_stdin(source)
+    if stdin and sys.stdin is None:  # closed when the program started (``<&-``)
+        raise InputError("standard input is closed; nothing to read for '-'", source=name)
     with os_errors(name, path=True):
         raw: BinaryIO = sys.stdin.buffer if stdin else open(source, "rb")
     try:
