@@ -213,6 +213,26 @@ def build_tools(wanted: list[str], qrels: Path, run: Path, specs: list[str]) -> 
     return tools, notes
 
 
+BASELINE_CHILD = "import sys; sys.argv[0] = 'rankeval'; from rankeval.cli import main; main()"
+
+
+def baseline_tool(checkout: Path, qrels: Path, run: Path, specs: list[str]) -> Tool:
+    """rankeval from another checkout (e.g. ``git worktree add /tmp/base COMMIT``), run by this
+    interpreter with that checkout first on the path (``python -P``: nothing else prepended),
+    so that a change is timed against its baseline in the same run."""
+    path = f"{checkout}:{checkout / 'plugins'}"
+    argv = ["env", f"PYTHONPATH={path}", sys.executable, "-P", "-c", BASELINE_CHILD, str(qrels), str(run)]
+    for s in specs:
+        argv += ["-m", s]
+    ident = {s: s for s in specs}
+    return Tool(
+        "rankeval@baseline",
+        argv,
+        lambda out: parse_trec_lines(out, ident),
+        lambda line: len(line.split()) >= 3 and line.split()[-2] == "all",
+    )
+
+
 # --------------------------------------------------------------------------- #
 # Running one child
 # --------------------------------------------------------------------------- #
@@ -307,10 +327,10 @@ def _fmt_table(header: list[str], rows: list[list[str]]) -> str:
 
 def print_timings(tools: list[Tool]) -> dict[str, tuple[float, float]]:
     """Print the table of median wall time and peak RSS of each tool that ran, with the ratios
-    to ir_measures and trec_eval, and the tools that failed; return the medians by tool."""
+    to ir_measures, trec_eval and a baseline checkout, and the tools that failed; return the medians by tool."""
     ok = [t for t in tools if t.error is None and t.walls]
     med = {t.name: (statistics.median(t.walls), statistics.median(t.rss_mb)) for t in ok}
-    refs = [r for r in ("ir_measures", "trec_eval") if r in med]
+    refs = [r for r in ("ir_measures", "trec_eval", "rankeval@baseline") if r in med]
 
     header = ["tool", "median wall s", "min wall s", "median peak RSS MB"]
     for r in refs:
@@ -455,6 +475,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="smoke test on a small generated dataset (500 queries x 100 docs) in a temp dir",
     )
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also time rankeval from the checkout DIR (e.g. a git worktree of an older commit)",
+    )
     args = ap.parse_args(argv)
 
     specs = [s for chunk in args.measures for s in chunk.split()]
@@ -470,6 +497,8 @@ def main(argv: list[str] | None = None) -> int:
         print(_versions())
 
         tools, notes = build_tools(args.tools, qrels, run, specs)
+        if args.baseline is not None:
+            tools.append(baseline_tool(args.baseline.resolve(), qrels, run, specs))
         for n in notes:
             print(n)
         if not tools:
