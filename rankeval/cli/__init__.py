@@ -3,23 +3,67 @@
 ``rankeval QRELS RUN [RUN ...] -m SPEC`` runs the default ``evaluate`` command; ``rankeval
 measures`` and ``rankeval plugins`` list the catalogue. Heavy imports happen inside commands.
 
+**Signals.** SIGINT (Ctrl-C), SIGTERM (``kill``, a batch scheduler's time limit) and SIGHUP (the
+terminal closed) stop a command the same way, whenever they come: :func:`main` takes them over
+first thing, before it imports the typer app, pyarrow or pandas. The first one raises
+:class:`Stopped` (a ``KeyboardInterrupt``) in the main thread, which unwinds through every
+``finally`` of the command: a temporary output file is removed, ``--jobs`` workers and a local
+Dask cluster are ended. Then one line is printed — ``rankeval: interrupted`` (exit 130),
+``rankeval: terminated (SIGTERM)`` (exit 143) or ``rankeval: terminated (SIGHUP)`` (exit 129),
+the shells' 128 + the signal's number — by the command's boundary
+(:func:`rankeval.cli.common.handled`; the code is in :mod:`rankeval.cli.signals`), or by :func:`main` if the signal came before or after
+it. Further signals are ignored while this happens, so that nothing cuts the clean-up short.
+A signal that was ignored when rankeval started (``nohup``, a background job of a
+non-interactive shell) stays ignored.
+
 May import: any part of rankeval (it is the top of the one-way flow); nothing imports it.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
+from rankeval.cli.signals import Stopped, catch_signals, release_signals, report_stop, unreported
 from rankeval.engine.allocators import tune_this_process
 
-# before pyarrow is first imported (which the CLI does lazily): see the module
+__all__ = ["main"]
+
+# before pyarrow is first imported (which the CLI does lazily): see the module; the standard
+# library only, as is everything else here
 tune_this_process()
 
-from rankeval.cli.app import app  # noqa: E402
 
-__all__ = ["app", "main"]
+def _hold_standard_descriptors() -> None:
+    """Open ``/dev/null`` on a standard descriptor (0, 1, 2) that was closed when rankeval
+    started (``>&-``, ``<&-``), so that no file rankeval opens takes its number, and a worker
+    process does not write into that file. Python has made the stream ``None``
+    (``sys.stdout``): the readers and writers say "standard output is closed"."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
 
 
 def main() -> None:
     """Console-script entry point."""
-    app(prog_name="rankeval", args=sys.argv[1:])
+    catch_signals()  # before anything heavy is imported: see the module docstring
+    _hold_standard_descriptors()
+    try:
+        from rankeval.cli.app import app
+
+        app(prog_name="rankeval", args=sys.argv[1:])
+    except KeyboardInterrupt as exc:  # before typer took over
+        raise SystemExit(report_stop(exc)) from None
+    except SystemExit:
+        signum = unreported()
+        if signum is not None:  # typer's own exit after a signal outside the command's boundary
+            raise SystemExit(report_stop(Stopped(signum))) from None
+        raise
+    finally:
+        release_signals()
+

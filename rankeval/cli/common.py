@@ -6,7 +6,8 @@ user sees:
 * :class:`~rankeval.errors.RankevalError` → ``rankeval: error: <message>``, its exit code
   (1 bad input or environment, 2 usage);
 * Ctrl-C (``KeyboardInterrupt``, or pyarrow's ``ArrowCancelled``) → ``rankeval: interrupted``,
-  exit 130;
+  exit 130; SIGTERM and SIGHUP likewise, ``rankeval: terminated (SIGTERM)``, exit 143 (129)
+  (:mod:`rankeval.cli`);
 * memory exhaustion → one line saying what to do, exit 1;
 * anything else is a bug in rankeval or a plugin: ``rankeval: internal error: ...`` and the
   request to report it, exit 1.
@@ -27,27 +28,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from typer.core import TyperCommand
 
-from rankeval.errors import InputError, RankevalError, RankevalWarning, UsageError
+from rankeval.cli.signals import report_stop
+from rankeval.errors import InputError, RankevalError, RankevalWarning, ResourceError, UsageError
 from rankeval.options import EvalOptions
 
 if TYPE_CHECKING:
     from rankeval.io.data import Qrels, Run
 
 __all__ = [
-    "RUNS_METAVAR",
-    "DebugOption",
-    "MaxDocsOption",
-    "MeasureOption",
-    "NestSepOption",
     "PlainHelpCommand",
-    "PluginOption",
-    "PrecisionOption",
-    "QrelsArgument",
     "RunArgument",
     "cli_registry",
     "debug_enabled",
@@ -68,65 +62,6 @@ __all__ = [
     "split_plugins",
     "warnings_to_stderr",
 ]
-
-DebugOption = Annotated[
-    bool,
-    typer.Option(
-        "--debug",
-        help="Show Python tracebacks of errors (for plugin authors and bug reports); also RANKEVAL_DEBUG=1.",
-    ),
-]
-
-# options shared by evaluate and compare
-QrelsArgument = Annotated[
-    str,
-    typer.Argument(metavar="QRELS", help="Qrels file ('-' = stdin; .gz/.bz2/.xz; or an ir_datasets id)."),
-]
-RUNS_METAVAR = "[NAME=]RUN..."
-"""How the run arguments of evaluate and compare read in their help (:func:`run_argument`)."""
-MeasureOption = Annotated[
-    list[str],
-    typer.Option(
-        "-m",
-        "--measure",
-        metavar="SPEC",
-        help="Measure spec(s), e.g. nDCG@10, 'AP(rel=2)'; several per -m allowed.",
-    ),
-]
-# -p is the decimals, as in ir_measures (a text, so that a bad value is rankeval's one-line error)
-PrecisionOption = Annotated[
-    str | None,
-    typer.Option(
-        "-p",
-        "--precision",
-        metavar="N",
-        help="Decimals to print, 0 to 30 (default 4 in the trec, markdown and latex formats, "
-        "full precision in the others).",
-    ),
-]
-PluginOption = Annotated[
-    list[str],
-    typer.Option(
-        "-P",
-        "--plugin",
-        metavar="MODULE",
-        help="Load the plugin MODULE (an importable module; repeatable); 'no:NAME' keeps plugin "
-        "NAME from loading.",
-    ),
-]
-MaxDocsOption = Annotated[
-    int | None,
-    typer.Option(
-        "-M",
-        "--max-docs",
-        metavar="N",
-        help="Evaluate only the top N documents of each query (trec_eval -M).",
-    ),
-]
-NestSepOption = Annotated[
-    str, typer.Option("--nest-sep", metavar="SEP", help="Nested-item separator; 'none' disables nesting.")
-]
-
 
 class PlainHelpCommand(TyperCommand):
     """A command whose ``--help`` shows values as a user writes them (:func:`plain_help`)."""
@@ -181,10 +116,6 @@ def _usage(param: Any, ctx: Any) -> list[str]:
     return [param.metavar]
 
 
-INTERRUPTED = 130
-"""Exit code after Ctrl-C (128 + SIGINT), as shells report it."""
-
-
 def debug_enabled(flag: bool = False) -> bool:
     """Whether tracebacks are shown: ``--debug`` or ``RANKEVAL_DEBUG`` set to a true value."""
     return flag or os.environ.get("RANKEVAL_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
@@ -213,6 +144,40 @@ def _preload() -> None:
     import pyarrow.compute  # noqa: F401
 
 
+def _limit_fault(exc: BaseException) -> ResourceError | None:
+    """What *exc* is when the machine's limits, not the input nor rankeval, made it: a shared
+    library that cannot be mapped into memory (``ImportError: ... failed to map segment``) or
+    a thread that cannot be started (Python's or pyarrow's), here or in what *exc* was raised
+    from (a reader's ``InputError`` would otherwise blame its file). ``None`` otherwise."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        text = str(seen)
+        if "failed to map segment" in text:
+            library = os.path.basename(text.partition(": ")[0]) or "a library"
+            return ResourceError(f"out of memory: cannot load {library}{_memory_limit()}")
+        if "can't start new thread" in text or "Failed to launch worker thread" in text:
+            return ResourceError(f"cannot start a thread: the system refused it{_memory_limit(threads=True)}")
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _memory_limit(threads: bool = False) -> str:
+    """The end of a resource message: the address-space limit if there is one, else what to do
+    (*threads*: a thread could not start, which a limit on processes can also cause)."""
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        unlimited = limit == resource.RLIM_INFINITY
+    except (ImportError, OSError, ValueError):
+        limit, unlimited = 0, True
+    if not unlimited:
+        return f"; this process may use only {limit >> 20} MiB of address space (ulimit -v {limit >> 10}): raise the limit"
+    if threads:
+        return "; free some memory, or raise the limit on processes (ulimit -u)"
+    return "; free some memory"
+
+
 @contextmanager
 def handled(debug: bool = False) -> Iterator[None]:
     """The error boundary of a command (see the module docstring)."""
@@ -222,17 +187,19 @@ def handled(debug: bool = False) -> Iterator[None]:
     except (typer.Exit, typer.Abort, SystemExit):
         raise
     except RankevalError as exc:
-        fail(exc, debug)
+        fail(_limit_fault(exc) or exc, debug)
     except BaseException as exc:
+        fault = _limit_fault(exc)
+        if fault is not None:
+            fail(fault, debug)
         if debug_enabled(debug):
             traceback.print_exception(exc, file=sys.stderr)
         if _is_interrupt(exc):
-            typer.echo("rankeval: interrupted", err=True)
-            raise typer.Exit(INTERRUPTED) from None
+            raise typer.Exit(report_stop(exc)) from None
         if isinstance(exc, MemoryError):
             typer.echo(
-                "rankeval: error: out of memory; evaluate fewer runs at a time, use --engine dask, "
-                "or a machine with more memory",
+                "rankeval: error: out of memory; evaluate fewer runs at a time, lower --jobs or "
+                "--block-size, or use a machine with more memory",
                 err=True,
             )
             raise typer.Exit(1) from None
@@ -390,7 +357,8 @@ class RunArgument:
     Attributes:
         text: the argument as written.
         path: the run file (``-``: standard input; with ``--engine dask``, also a glob).
-        name: the name given with ``NAME=``; ``None``: the library names the run (its file name).
+        name: the name given with ``NAME=``, or the file name when it is not UTF-8
+            (:func:`_text_name`); ``None``: the library names the run (its file name).
     """
 
     text: str
@@ -417,14 +385,23 @@ def run_argument(text: str) -> RunArgument:
     """
     name, eq, path = text.partition("=")
     if not eq or "/" in name or os.sep in name or os.path.lexists(text):
-        return RunArgument(text, text, None)
+        own = Path(text).name
+        return RunArgument(text, text, None if _text_name(own) == own else _text_name(own))
     if not name.strip() or not path:
         raise UsageError(f"run argument {text!r}: expected PATH or NAME=PATH, with a non-empty NAME and PATH")
+    name = _text_name(name)
     if not name.isprintable():
         raise UsageError(
             f"run argument {text!r}: a run name cannot hold tabs, line breaks or control characters"
         )
     return RunArgument(text, path, name)
+
+
+def _text_name(name: str) -> str:
+    r"""*name* as text every output can hold: the bytes of a file name that are not UTF-8 (which
+    Python keeps as lone surrogates) written as ``\xff``: the file ``b\xe4r.run`` of a Latin-1
+    system is the run ``b\xe4r.run``, backslash and all."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def run_arguments(texts: list[str]) -> list[RunArgument]:

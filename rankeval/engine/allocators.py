@@ -35,6 +35,16 @@ ALLOCATOR_ENVIRONMENT: dict[str, str] = {
 _MALLOPT = {"MALLOC_TRIM_THRESHOLD_": -1, "MALLOC_MMAP_THRESHOLD_": -3}
 
 
+def _address_space_limited() -> bool:
+    """Whether this process runs under an address-space limit (``ulimit -v``)."""
+    try:
+        import resource
+
+        return resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY
+    except (ImportError, OSError, ValueError):
+        return False
+
+
 def tune_this_process() -> None:
     """Apply :data:`ALLOCATOR_ENVIRONMENT` to this process and to the processes it starts.
 
@@ -44,6 +54,11 @@ def tune_this_process() -> None:
     without glibc that part does nothing."""
     for name, value in ALLOCATOR_ENVIRONMENT.items():
         os.environ.setdefault(name, value)
+    if _address_space_limited():
+        # OpenBLAS (numpy's) starts a thread per core when numpy is imported, each with its own
+        # buffers; when the address space is limited and one cannot start, OpenBLAS prints four
+        # lines and sends itself SIGINT, which reads as the user's Ctrl-C. One thread starts none.
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if not sys.platform.startswith("linux"):
         return
     import ctypes

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import sys
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -65,13 +67,50 @@ def local_scheduler(
         yield pool
 
 
-def _start(shared: Shared) -> None:
-    """Worker initialiser: keep the shared part; leave Ctrl-C to the parent process."""
-    import signal
+#: the signals that stop the ``rankeval`` command (:mod:`rankeval.cli`): a terminal's Ctrl-C,
+#: or a batch scheduler's SIGTERM to the whole process group, is the parent's to act on; the
+#: workers, the fork server and the resource tracker ignore them and are ended by the parent
+_STOP_SIGNALS = frozenset(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
+
+def _start(shared: Shared) -> None:
+    """Worker initialiser: keep the shared part; leave the stop signals to the parent process
+    and die with the fork server (:func:`_die_with_parent`)."""
     global _SHARED
     _SHARED = shared
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+    _die_with_parent()
+
+
+@contextlib.contextmanager
+def _stop_signals_blocked() -> Iterator[None]:
+    """Block the stop signals in this thread during the block: a process started meanwhile
+    (the fork server, the resource tracker) begins with them blocked; one that arrives is
+    handled when the block ends."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _die_with_parent() -> None:
+    """Have Linux kill this worker when its parent, the fork server, exits (which it does when
+    the process that started it exits, even by SIGKILL): a worker waiting for its next task
+    would otherwise wait for ever. Elsewhere nothing is done."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent is gone already
+        os._exit(1)
 
 
 def _run(task: Task) -> BlockValues:
@@ -101,9 +140,13 @@ class Pool:
         self.workers = max(jobs - 1, 1)
         self.shared = shared
         self._starting: threading.Thread | None = None
-        self._executor = ProcessPoolExecutor(
-            self.workers, mp_context=context, initializer=_start, initargs=(shared,)
-        )
+        try:
+            with _stop_signals_blocked():  # its semaphores may start the resource tracker
+                self._executor = ProcessPoolExecutor(
+                    self.workers, mp_context=context, initializer=_start, initargs=(shared,)
+                )
+        except OSError as exc:
+            raise _start_failed(exc) from None
 
     def __enter__(self) -> Pool:
         return self
@@ -111,7 +154,19 @@ class Pool:
     def __exit__(self, *exc: Any) -> None:
         if self._starting is not None:
             self._starting.join()
+        if exc[0] is not None:  # an error or a signal: the tasks in flight are not wanted
+            self._kill_workers()
         self._executor.shutdown(wait=True, cancel_futures=True)
+
+    def _kill_workers(self) -> None:
+        """End the workers now, without waiting for their tasks (a block may take long)."""
+        kill = getattr(self._executor, "kill_workers", None)  # Python 3.14
+        if kill is not None:
+            kill()
+            return
+        for process in list(getattr(self._executor, "_processes", {}).values()):
+            with contextlib.suppress(Exception):
+                process.kill()
 
     def map(self, tasks: Iterable[Task]) -> Iterator[BlockValues]:
         """The tasks' results, in order. A single task (a run of one block, or one query)
@@ -134,7 +189,10 @@ class Pool:
             for task in itertools.chain(first, tasks):
                 in_flight = {f for f in in_flight if not f.done()}
                 if not self._starting.is_alive() and len(in_flight) < 2 * self.workers:
-                    future = self._executor.submit(_run, task)
+                    try:
+                        future = self._executor.submit(_run, task)
+                    except OSError as exc:  # starting a worker: too many open files or processes
+                        raise _start_failed(exc) from None
                     in_flight.add(future)
                     pending.append(future)
                 else:
@@ -155,11 +213,28 @@ class Pool:
                 if isinstance(item, Future):
                     item.cancel()
 
-
     def _start_first(self) -> None:
-        """Start the first worker (in a thread; a failure shows at the next submit)."""
-        with contextlib.suppress(Exception):
+        """Start the first worker (in a thread; a failure shows at the next submit). The stop
+        signals are blocked in this thread, so that the fork server and the resource tracker
+        it starts (and the workers the fork server forks) begin with them blocked."""
+        with _stop_signals_blocked(), contextlib.suppress(Exception):
             self._executor.submit(_ready)
+
+
+def _start_failed(exc: OSError) -> ResourceError:
+    """The error of a worker process that could not be started: which limit, and what to do."""
+    import errno
+
+    limit = ""
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        with contextlib.suppress(ImportError, OSError, ValueError):
+            import resource
+
+            limit = f" (at most {resource.getrlimit(resource.RLIMIT_NOFILE)[0]} open files: ulimit -n)"
+    return ResourceError(
+        f"cannot start the --jobs worker processes: {exc.strerror or exc}{limit}; raise the limit, "
+        "or use --jobs 1"
+    )
 
 
 def _ready() -> None:

@@ -9,6 +9,7 @@ May import: pyarrow, numpy, ``inputs``, ``lines``.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,7 +76,7 @@ def read_run_fast(source: str | Path) -> pa.Table | None:
         if opened.compression is None:
             # pyarrow's own file reader: faster than a Python stream (no compression
             # guessed from the file name either)
-            with pa.OSFile(str(source)) as stream:
+            with pa.OSFile(os.fsencode(source)) as stream:  # bytes: a name that is not UTF-8 too
                 return _clean_table(_read_run_csv(stream, delim, True))
         return _clean_table(_read_run_csv(opened.stream, delim, True))
 

@@ -118,6 +118,8 @@ def load_registry(
             pm.register(module, name=name)
             pm.check_pending()  # a misspelled hook fails loudly, but only this plugin
         except PLUGIN_FAULTS as exc:
+            if hasattr(exc, "signum"):  # a stop signal the command received (rankeval.cli.signals)
+                raise
             if pm.has_plugin(name):
                 pm.unregister(name=name)
             registry.failures[name] = f"cannot load ({origin}): {_fault(exc)}"

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import stat
 import sys
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -139,8 +139,7 @@ def write_outputs(items: Iterable[tuple[str | Path, str | bytes]]) -> None:
     try:
         for path, data in items:
             payload = data.encode("utf-8") if isinstance(data, str) else data
-            if str(path) == "":
-                raise UsageError("empty output path; expected a file name")
+            _check_file_name(path)
             real = os.path.realpath(path)  # a symlink is written through to its target
             st = _stat(real)
             if st is not None and stat.S_ISDIR(st.st_mode):
@@ -148,13 +147,14 @@ def write_outputs(items: Iterable[tuple[str | Path, str | bytes]]) -> None:
             if st is not None and not stat.S_ISREG(st.st_mode):
                 streams.append((path, real, payload))
                 continue
-            staged.append((_stage(path, real, st, payload), real))
-        for tmp, real in staged:
+            _stage(path, real, st, payload, staged)
+        while staged:
+            tmp, real = staged[0]
             try:
                 os.replace(tmp, real)
             except OSError as exc:
                 raise OutputError(f"cannot write the file: {_reason(exc)}", source=real) from None
-        staged = []
+            del staged[0]
         for path, real, payload in streams:
             _write_stream(path, real, payload)
     finally:
@@ -162,27 +162,43 @@ def write_outputs(items: Iterable[tuple[str | Path, str | bytes]]) -> None:
             Path(tmp).unlink(missing_ok=True)
 
 
-def _stage(path: str | Path, real: str, st: os.stat_result | None, payload: bytes) -> str:
+def _check_file_name(path: str | Path) -> None:
+    """A usage error unless *path* can name a file: not empty, and not ending in a slash,
+    which names a directory (``-o out/`` would otherwise write a file ``out``)."""
+    text = str(path)
+    if text == "":
+        raise UsageError("empty output path; expected a file name")
+    if text.endswith((os.sep, os.altsep or os.sep)):
+        raise UsageError(f"{text}: names a directory (it ends in {text[-1]}); expected a file name")
+
+
+def _stage(
+    path: str | Path, real: str, st: os.stat_result | None, payload: bytes, staged: list[tuple[str, str]]
+) -> None:
     """Write *payload* to a new temporary file beside *real*, flushed to disk, with the mode
-    the target will have; return its path."""
+    the target will have. The file is added to *staged* before it is created: whenever an
+    exception comes (a signal's too, between any two steps), the caller's clean-up removes it."""
     directory = os.path.dirname(real) or "."
-    tmp: str | None = None
+    while True:
+        tmp = os.path.join(directory, f".{os.path.basename(real)}.{secrets.token_hex(4)}.tmp")
+        staged.append((tmp, real))
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+            break
+        except FileExistsError:  # another's: not ours to remove
+            staged.pop()
+        except OSError as exc:
+            staged.pop()
+            where = f" (in {directory})" if exc.errno == errno.ENOENT else ""
+            raise OutputError(f"cannot write the file{where}: {_reason(exc)}", source=str(path)) from None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(real)}.", suffix=".tmp", dir=directory)
         with os.fdopen(fd, "wb") as fh:
             os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask())
             fh.write(payload)
             fh.flush()
             os.fsync(fh.fileno())
-    except BaseException as exc:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            missing = tmp is None and exc.errno == errno.ENOENT
-            where = f" (in {directory})" if missing else ""
-            raise OutputError(f"cannot write the file{where}: {_reason(exc)}", source=str(path)) from None
-        raise
-    return tmp
+    except OSError as exc:
+        raise OutputError(f"cannot write the file: {_reason(exc)}", source=str(path)) from None
 
 
 def _write_stream(path: str | Path, real: str, payload: bytes) -> None:
@@ -198,10 +214,13 @@ def write_stdout(text: str) -> None:
     """Write *text* to standard output and flush it.
 
     Raises:
-        OutputError: standard output is closed, a broken pipe, or a full device. Standard
+        OutputError: standard output is closed (or was when the program started), a broken
+            pipe, or a full device. Standard
             output is then pointed at ``/dev/null`` so that Python's own flush at exit does
             not print a second error.
     """
+    if sys.stdout is None:  # closed when the program started (``>&-``)
+        raise OutputError("cannot write the results to standard output: it is closed")
     try:
         buffer = getattr(sys.stdout, "buffer", None)
         if buffer is not None:  # UTF-8 whatever the terminal's encoding, as the files are
