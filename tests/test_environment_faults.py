@@ -170,3 +170,23 @@ def test_a_small_address_space_limit_is_one_true_line(files, tmp_path: Path, kib
     line = _one_error_line(proc, 1)
     assert f"ulimit -v {kib}" in line or "out of memory" in line, line
     assert "cannot be read" not in line, line  # an input file is not to blame
+
+
+def test_a_script_fed_on_stdin_evaluates_with_workers(tmp_path: Path) -> None:
+    """``python - < script.py`` calling ``evaluate(..., jobs=2)``: the workers do not try to run
+    the script again from a file named ``<stdin>`` (issue 24, item 26): no traceback, the
+    value of ``jobs=1``."""
+    examples = Path(__file__).resolve().parents[1] / "rankeval" / "examples"
+    script = (
+        "import rankeval\n"
+        f"q, r = {str(examples / 'dl-hard.qrels.txt')!r}, {str(examples / 'dl-hard-bm25.run.gz')!r}\n"
+        "values = [rankeval.evaluate(q, r, ['AP'], jobs=j, block_size=20000) for j in (2, 1)]\n"
+        "print(*(float(v[v.query_id.isna()].value.item()) for v in values))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-"], input=script, capture_output=True, text=True, cwd=tmp_path, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "Error" not in done.stderr, done.stderr
+    with_workers, alone = map(float, done.stdout.split())
+    assert with_workers == alone

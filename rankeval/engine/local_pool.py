@@ -121,6 +121,23 @@ def _run(task: Task) -> BlockValues:
         collect()
 
 
+def _hide_main_without_file() -> str | None:
+    """A worker runs the parent's main script again (so that what the script defines can be
+    unpickled there), by its ``__file__``. A script fed on standard input (``<stdin>``) has
+    no file to run: each worker would fail with ``FileNotFoundError`` and the pool break.
+    Such a ``__file__`` is removed while the pool lives, and returned to be put back."""
+    import multiprocessing.process
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or not isinstance(path, str) or getattr(main, "__spec__", None) is not None:
+        return None
+    if os.path.isfile(os.path.join(multiprocessing.process.ORIGINAL_DIR or "", path)):
+        return None
+    del main.__file__
+    return path
+
+
 class Pool:
     """*jobs* processes evaluating tasks: this one and ``jobs - 1`` workers; results in the
     order of the tasks. This process takes a task whenever the workers have two each in
@@ -147,16 +164,21 @@ class Pool:
                 )
         except OSError as exc:
             raise _start_failed(exc) from None
+        self._main_file = _hide_main_without_file()
 
     def __enter__(self) -> Pool:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self._starting is not None:
-            self._starting.join()
-        if exc[0] is not None:  # an error or a signal: the tasks in flight are not wanted
-            self._kill_workers()
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        try:
+            if self._starting is not None:
+                self._starting.join()
+            if exc[0] is not None:  # an error or a signal: the tasks in flight are not wanted
+                self._kill_workers()
+            self._executor.shutdown(wait=True, cancel_futures=True)
+        finally:
+            if self._main_file is not None:
+                sys.modules["__main__"].__file__ = self._main_file
 
     def _kill_workers(self) -> None:
         """End the workers now, without waiting for their tasks (a block may take long)."""
