@@ -132,7 +132,8 @@ def _hide_main_without_file() -> str | None:
     path = getattr(main, "__file__", None)
     if main is None or not isinstance(path, str) or getattr(main, "__spec__", None) is not None:
         return None
-    if os.path.isfile(os.path.join(multiprocessing.process.ORIGINAL_DIR or "", path)):
+    origin = getattr(multiprocessing.process, "ORIGINAL_DIR", None) or ""  # (as multiprocessing joins it)
+    if os.path.isfile(os.path.join(origin, path)):
         return None
     del main.__file__
     return path
