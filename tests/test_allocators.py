@@ -96,3 +96,22 @@ def test_a_users_odd_value_is_kept_and_the_command_still_runs(value):
         "print(json.dumps(os.environ['MALLOC_TRIM_THRESHOLD_']))\n"
     )
     assert json.loads(_python(code, env={"MALLOC_TRIM_THRESHOLD_": value})) == value
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt, RLIMIT_AS")
+def test_arenas_are_few_under_an_address_space_limit():
+    """Under ``ulimit -v`` (an address-space limit) the command limits glibc's arenas (each
+    reserves 64 MiB of address space) for itself and its children; without a limit, or with
+    the user's own value, nothing is set."""
+    code = (
+        "import json, os, resource, sys\n"
+        "if sys.argv[1] == 'limited':\n"
+        "    resource.setrlimit(resource.RLIMIT_AS, (8 << 30, resource.getrlimit(resource.RLIMIT_AS)[1]))\n"
+        "import rankeval.cli\n"
+        "print(json.dumps(os.environ.get('MALLOC_ARENA_MAX')))\n"
+    )
+    from rankeval.engine.allocators import LIMITED_ARENAS
+
+    assert json.loads(_python(code, "limited")) == LIMITED_ARENAS
+    assert json.loads(_python(code, "free")) is None
+    assert json.loads(_python(code, "limited", env={"MALLOC_ARENA_MAX": "4"})) == "4"

@@ -31,8 +31,14 @@ ALLOCATOR_ENVIRONMENT: dict[str, str] = {
     "MIMALLOC_PURGE_DELAY": "200",
 }
 
-# glibc's mallopt() parameters for the two MALLOC_ variables (malloc.h)
-_MALLOPT = {"MALLOC_TRIM_THRESHOLD_": -1, "MALLOC_MMAP_THRESHOLD_": -3}
+# glibc's mallopt() parameters for its MALLOC_ variables (malloc.h)
+_MALLOPT = {"MALLOC_TRIM_THRESHOLD_": -1, "MALLOC_MMAP_THRESHOLD_": -3, "MALLOC_ARENA_MAX": -8}
+
+#: glibc's arenas under an address-space limit: each arena reserves 64 MiB of address space,
+#: and a busy machine's thread timings can make pyarrow's threads create a dozen of them (a
+#: 30M-line run under ``prlimit --as=1.5GiB`` then ran out of address space before its first
+#: block on 3 tries of 3, with the machine loaded; 0 of 3 with two arenas)
+LIMITED_ARENAS = "2"
 
 
 def _address_space_limited() -> bool:
@@ -59,6 +65,7 @@ def tune_this_process() -> None:
         # buffers; when the address space is limited and one cannot start, OpenBLAS prints four
         # lines and sends itself SIGINT, which reads as the user's Ctrl-C. One thread starts none.
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        os.environ.setdefault("MALLOC_ARENA_MAX", LIMITED_ARENAS)
     if not sys.platform.startswith("linux"):
         return
     import ctypes
@@ -71,6 +78,8 @@ def tune_this_process() -> None:
     for name, param in _MALLOPT.items():
         try:
             size = int(os.environ[name])
+        except KeyError:
+            continue  # (MALLOC_ARENA_MAX: only under an address-space limit)
         except ValueError:
             continue  # the user's own, and not a number: left to glibc
         if 0 <= size < 2**31:  # mallopt takes a C int
