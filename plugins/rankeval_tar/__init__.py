@@ -140,8 +140,10 @@ def resolve_measure(spec: str) -> Measure | None:
     name = _FOLDED.get(parsed.name.casefold())
     if name is None:
         return None
+    start = parsed.column - 1  # the spec as written, with rankeval's name
+    written = parsed.text[:start] + name + parsed.text[start + len(parsed.name) :]
     raise parsed.error(
-        f"unknown measure {parsed.name!r}; did you mean {name} (or --compat clef for CLEF's names)?"
+        f"unknown measure {parsed.name!r}; did you mean {written} (or --compat clef for CLEF's names)?"
     )
 
 
