@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 from typer.core import TyperCommand
 
-from rankeval.cli.signals import report_stop
+from rankeval.cli.signals import Stopped, report_stop, unreported
 from rankeval.errors import InputError, RankevalError, RankevalWarning, ResourceError, UsageError
 from rankeval.options import EvalOptions
 
@@ -186,9 +186,12 @@ def handled(debug: bool = False) -> Iterator[None]:
         yield
     except (typer.Exit, typer.Abort, SystemExit):
         raise
-    except RankevalError as exc:
-        fail(_limit_fault(exc) or exc, debug)
     except BaseException as exc:
+        signum = unreported()
+        if signum is not None:  # a stop signal, whatever it broke on its way out
+            raise typer.Exit(report_stop(Stopped(signum))) from None
+        if isinstance(exc, RankevalError):
+            fail(_limit_fault(exc) or exc, debug)
         fault = _limit_fault(exc)
         if fault is not None:
             fail(fault, debug)

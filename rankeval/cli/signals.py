@@ -5,8 +5,11 @@ May import: the standard library only (the command imports it before anything he
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
+import threading
+import time
 from typing import Any
 
 __all__ = ["STOP_SIGNALS", "Stopped", "catch_signals", "release_signals", "report_stop", "unreported"]
@@ -29,15 +32,42 @@ class Stopped(KeyboardInterrupt):
         self.signum = signum
 
 
+DEFER_IMPORT = 1.0
+"""Seconds a stop signal that arrives inside an import waits for the import to end."""
+
+
 class _State:
     received: int | None = None  # the first stop signal
+    deferred: float | None = None  # when it first came (inside an import)
     reported = False  # its line printed
 
 
 def _on_signal(signum: int, frame: Any) -> None:
-    if _State.received is None:
-        _State.received = signum
-        raise Stopped(signum)
+    if _State.received is not None:
+        return
+    now = time.monotonic()
+    if _State.deferred is None:
+        _State.deferred = now
+    if _importing(frame) and now - _State.deferred < DEFER_IMPORT:
+        # raised inside an import, the exception can leave a C extension half-initialised
+        # (numpy's cannot be loaded twice: every later import of it fails), and the import
+        # system may print it: the signal is sent again shortly, until it lands outside an
+        # import (or DEFER_IMPORT has passed: a plugin whose import never ends still stops)
+        timer = threading.Timer(0.02, os.kill, (os.getpid(), signum))
+        timer.daemon = True
+        timer.start()
+        return
+    _State.received = signum
+    raise Stopped(signum)
+
+
+def _importing(frame: Any) -> bool:
+    """Whether the interrupted code runs inside Python's import system."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def catch_signals() -> None:
