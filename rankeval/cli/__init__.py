@@ -16,7 +16,13 @@ it. Further signals are ignored while this happens, so that nothing cuts the cle
 A signal that was ignored when rankeval started (``nohup``, a background job of a
 non-interactive shell) stays ignored.
 
-May import: any part of rankeval (it is the top of the one-way flow); nothing imports it.
+**Process set-up.** :func:`main` also sets the memory allocators of the command and of the
+processes it starts (:mod:`rankeval.engine.allocators`), after taking the signals over and
+before the heavy imports. Importing this package (or any rankeval module) sets nothing: a
+program that imports rankeval keeps its own process settings.
+
+May import: any part of rankeval (it is the top of the one-way flow); nothing imports it but
+``rankeval.__main__`` (``python -m rankeval``).
 """
 
 from __future__ import annotations
@@ -28,10 +34,6 @@ from rankeval.cli.signals import Stopped, catch_signals, release_signals, report
 from rankeval.engine.allocators import tune_this_process
 
 __all__ = ["main"]
-
-# before pyarrow is first imported (which the CLI does lazily): see the module; the standard
-# library only, as is everything else here
-tune_this_process()
 
 
 def _hold_standard_descriptors() -> None:
@@ -50,10 +52,12 @@ def _hold_standard_descriptors() -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """The ``rankeval`` command (console script, ``python -m rankeval``): sets up the process,
+    then runs the typer app."""
     catch_signals()  # before anything heavy is imported: see the module docstring
-    _hold_standard_descriptors()
     try:
+        _hold_standard_descriptors()
+        tune_this_process()  # before pyarrow and numpy are imported: see rankeval.engine.allocators
         from rankeval.cli.app import app
 
         app(prog_name="rankeval", args=sys.argv[1:])
@@ -66,4 +70,3 @@ def main() -> None:
         raise
     finally:
         release_signals()
-

@@ -2,4 +2,5 @@
 
 from rankeval.cli import main
 
-main()
+if __name__ == "__main__":  # imported (a worker process, a tool listing modules): nothing runs
+    main()

@@ -12,7 +12,9 @@ taken from glibc's heap, which keeps up to 128 MiB free for reuse; mimalloc purg
 a peak about 60 MB higher.
 
 The library leaves the allocators of a program that imports it alone: these settings are for
-rankeval's own processes. Each is a default: a variable already in the environment wins.
+rankeval's own processes, applied by the command's :func:`rankeval.cli.main` when it starts
+(importing a rankeval module changes no environment variable). Each is a default: a variable
+already in the environment wins.
 
 May import: the standard library only.
 """
@@ -22,7 +24,7 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["ALLOCATOR_ENVIRONMENT", "tune_this_process"]
+__all__ = ["ALLOCATOR_ENVIRONMENT", "LIMITED_ENVIRONMENT", "tune_this_process"]
 
 #: environment variables read by glibc's malloc and pyarrow's mimalloc when a process starts
 ALLOCATOR_ENVIRONMENT: dict[str, str] = {
@@ -34,11 +36,18 @@ ALLOCATOR_ENVIRONMENT: dict[str, str] = {
 # glibc's mallopt() parameters for its MALLOC_ variables (malloc.h)
 _MALLOPT = {"MALLOC_TRIM_THRESHOLD_": -1, "MALLOC_MMAP_THRESHOLD_": -3, "MALLOC_ARENA_MAX": -8}
 
-#: glibc's arenas under an address-space limit: each arena reserves 64 MiB of address space,
-#: and a busy machine's thread timings can make pyarrow's threads create a dozen of them (a
-#: 30M-line run under ``prlimit --as=1.5GiB`` then ran out of address space before its first
-#: block on 3 tries of 3, with the machine loaded; 0 of 3 with two arenas)
-LIMITED_ARENAS = "2"
+#: the settings added under an address-space limit (``ulimit -v``):
+LIMITED_ENVIRONMENT: dict[str, str] = {
+    # glibc's arenas: each reserves 64 MiB of address space, and a busy machine's thread
+    # timings can make pyarrow's threads create a dozen of them (a 30M-line run under
+    # ``prlimit --as=1.5GiB`` then ran out of address space before its first block on 3 tries
+    # of 3, with the machine loaded; 0 of 3 with two arenas)
+    "MALLOC_ARENA_MAX": "2",
+    # OpenBLAS (numpy's) starts a thread per core when numpy is imported, each with its own
+    # buffers; when one cannot start, OpenBLAS prints four lines and sends itself SIGINT, which
+    # reads as the user's Ctrl-C. One thread starts none.
+    "OPENBLAS_NUM_THREADS": "1",
+}
 
 
 def _address_space_limited() -> bool:
@@ -52,20 +61,18 @@ def _address_space_limited() -> bool:
 
 
 def tune_this_process() -> None:
-    """Apply :data:`ALLOCATOR_ENVIRONMENT` to this process and to the processes it starts.
+    """Apply :data:`ALLOCATOR_ENVIRONMENT` (and under an address-space limit
+    :data:`LIMITED_ENVIRONMENT`) to this process and to the processes it starts: for the
+    ``rankeval`` command only (:func:`rankeval.cli.main`), never at import.
 
-    Sets each variable that is not set yet, for the child processes and for pyarrow, which
-    reads mimalloc's when it is first imported (so call this before). glibc read its variables
-    when this process started, so they are applied to it with ``mallopt()``; on a system
-    without glibc that part does nothing."""
-    for name, value in ALLOCATOR_ENVIRONMENT.items():
+    Sets each variable that is not set yet, for the child processes, for pyarrow, which reads
+    mimalloc's when it is first imported, and for numpy's OpenBLAS, read when numpy is first
+    imported (so call this before both). glibc read its variables when this process started,
+    so they are applied to it with ``mallopt()``; on a system without glibc that part does
+    nothing."""
+    limited = LIMITED_ENVIRONMENT if _address_space_limited() else {}
+    for name, value in {**ALLOCATOR_ENVIRONMENT, **limited}.items():
         os.environ.setdefault(name, value)
-    if _address_space_limited():
-        # OpenBLAS (numpy's) starts a thread per core when numpy is imported, each with its own
-        # buffers; when the address space is limited and one cannot start, OpenBLAS prints four
-        # lines and sends itself SIGINT, which reads as the user's Ctrl-C. One thread starts none.
-        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-        os.environ.setdefault("MALLOC_ARENA_MAX", LIMITED_ARENAS)
     if not sys.platform.startswith("linux"):
         return
     import ctypes
