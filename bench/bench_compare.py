@@ -71,19 +71,20 @@ def timed(args: list[str], reps: int) -> tuple[float, float, str]:
 
 def breakdown(qrels: Path, runs: list[Path], samples: int, pairs: str) -> None:
     import rankeval
-    from rankeval.engine.evaluation import evaluate_results
 
     start = time.perf_counter()
     q = rankeval.Qrels.read(qrels)
     r = [rankeval.Run.read(p) for p in runs]
     read = time.perf_counter() - start
+    evaluator = rankeval.Evaluator(q, MEASURES)
     start = time.perf_counter()
-    evaluate_results(q, r, MEASURES)
+    evaluator.results(r)
     evaluation = time.perf_counter() - start
     start = time.perf_counter()
-    rankeval.compare(
-        q, r, MEASURES, test="bootstrap", samples=samples, ci="bootstrap", correction="holm", pairs=pairs
+    stats = rankeval.CompareOptions(
+        test="bootstrap", samples=samples, ci="bootstrap", correction="holm", pairs=pairs
     )
+    evaluator.compare(r, stats=stats)
     total = time.perf_counter() - start
     print(
         f"in process: reading {read:.2f} s, evaluation {evaluation:.2f} s, statistics {total - evaluation:.2f} s"

@@ -4,6 +4,10 @@ at build time.
 Registered in ``mkdocs.yml`` under ``hooks:``. These placeholders are replaced in the
 Markdown of every page:
 
+* ``<!-- contract -->`` — the plugin contract, from ``rankeval.extension``: a table of its hooks
+  (signature, the first paragraph of the docstring, the built-in plugins that implement it)
+  and a table of the types a plugin registers or receives (the names of its ``__all__`` that
+  ``rankeval`` re-exports, each with the first paragraph of its docstring);
 * ``<!-- builtin-plugins -->`` — the built-in plugins and what each provides (the registry);
 * ``<!-- implemented-by: HOOK -->`` — the built-in plugins that implement the hook HOOK
   (``register_formats``), for tables of hooks;
@@ -27,8 +31,10 @@ network. Nothing here needs the network.
 
 from __future__ import annotations
 
+import ast
 import html
 import inspect
+import itertools
 import logging
 import re
 from functools import cache
@@ -37,6 +43,7 @@ from typing import Any
 log = logging.getLogger("mkdocs.hooks.rankeval")
 
 MEASURES_PLACEHOLDER = "<!-- measures -->"
+CONTRACT_PLACEHOLDER = "<!-- contract -->"
 BUILTINS_PLACEHOLDER = "<!-- builtin-plugins -->"
 MEASURE_INDEX_PLACEHOLDER = "<!-- measures-index -->"
 SOURCE_PLACEHOLDER = re.compile(r"<!--\s*source:\s*([A-Za-z0-9_.]+):([A-Za-z0-9_.]+)\s*-->")
@@ -125,35 +132,129 @@ def measures_index_markdown() -> str:
 # What a built-in plugin's hook adds, for the hooks whose additions have no name to list.
 HOOK_PHRASES = {
     "resolve_measure": "resolves other measure names (`resolve_measure`)",
-    "expand_measures": "expands measure spellings the spec grammar cannot parse (`expand_measures`)",
-    "measure_name": "names measures for `--names` (`measure_name`)",
     "random_model": "exact random baselines of its measures (`random_model`)",
 }
+
+
+def _dialect_phrase(name: str, dialect: Any) -> str:
+    """How the plugin list shows a dialect: its ``--compat`` and ``--names`` values."""
+    given = [f"`--compat {dialect.name}`"] if dialect.name is not None else []
+    given += [f"`--names {dialect.naming}`"] if dialect.naming is not None else []
+    spellings = " (and its `-m` spellings)" if dialect.expand is not None else ""
+    return f"the dialect {' / '.join(given) or 'of `-m` spellings'}{spellings}"
 
 
 def builtin_plugins_markdown() -> str:
     """A list of the built-in plugins, from the registry: each with what it provides (its
     measures, then what its other hooks add), as ``rankeval plugins`` shows it."""
-    from rankeval.cli.app import plugin_commands
     from rankeval.measures.plugins import DEFAULT_PLUGINS, hook_impls
-    from rankeval.report.formats import compat_modes, plugin_formats
 
     registry = _registry()
-    named: list[tuple[str, dict[str, tuple[str, Any]]]] = [  # (how to show one, {name: (plugin, thing)})
-        ("the output format `-f {}`", plugin_formats(registry)),
-        ("the compat mode `--compat {}`", compat_modes(registry)),
-        ("the command `rankeval {}`", plugin_commands(registry)),
+    named: list[tuple[dict[str, tuple[str, Any]], Any]] = [  # ({name: (plugin, item)}, how to show one)
+        (registry.formats, lambda name, _: f"the output format `-f {name}`"),
+        (registry.dialects, _dialect_phrase),
+        (registry.commands, lambda name, _: f"the command `rankeval {name}`"),
     ]
     lines = []
     for name in DEFAULT_PLUGINS:
         measures = sorted((e.cls.name for e in registry.measures.values() if e.plugin == name), key=str.lower)
         what = ["measures " + ", ".join(f"`{m}`" for m in measures)] if measures else []
-        for shown, items in named:
-            what += [shown.format(item) for item, (plugin, _) in items.items() if plugin == name]
+        for items, shown in named:
+            what += [shown(key, item) for key, (plugin, item) in items.items() if plugin == name]
         for hook, phrase in HOOK_PHRASES.items():
             if name in {plugin for plugin, _ in hook_impls(registry, hook)}:
                 what.append(phrase)
         lines.append(f"- `{name}`: {'; '.join(what) or 'nothing'}")
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------- contract
+# How the contract's annotations show a type of a layer above it: rankeval.extension imports
+# nothing above the foundation, so it calls a measure ``MeasureObject`` (an alias of Any).
+SHOWN_AS = {"MeasureObject": "Measure"}
+# Contract names whose object has no docstring of rankeval's own (pluggy's marker); any other
+# name without a docstring is a warning, so `mkdocs build --strict` fails on it.
+NO_DOCSTRING = {
+    "hookimpl": "The decorator of a plugin's hook functions (`@hookimpl`, "
+    "`@hookimpl(tryfirst=True)`): each is named after the hook it implements.",
+}
+_ROLE = re.compile(r":(?:py:)?[a-z]+:`(~?)([^`]+)`")
+
+
+def _markdown(text: str) -> str:
+    """Docstring text (reST) as one line of Markdown: ``code`` and Sphinx roles as code spans
+    (``:class:`~a.B``` as `B`, as docs/griffe_roles.py renders them on the API page)."""
+    text = _ROLE.sub(lambda m: f"``{m.group(2).rsplit('.', 1)[-1] if m.group(1) else m.group(2)}``", text)
+    return " ".join(text.replace("``", "`").split())
+
+
+def _first_paragraph(doc: str) -> str:
+    return _markdown(inspect.cleandoc(doc).split("\n\n")[0])
+
+
+def _attribute_docs(module: Any) -> dict[str, str]:
+    """The docstrings of a module's attributes (a string right after the assignment, which
+    the API page shows too)."""
+    docs = {}
+    for node, after in itertools.pairwise(ast.parse(inspect.getsource(module)).body):
+        targets = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
+        if (
+            len(targets) == 1
+            and isinstance(targets[0], ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[targets[0].id] = after.value.value
+    return docs
+
+
+def _annotation(annotation: Any) -> str:
+    """An annotation of the contract (a string: the module defers them) as a plugin reads it."""
+    text = str(annotation)
+    for name, shown in SHOWN_AS.items():
+        text = re.sub(rf"\b{name}\b", shown, text)
+    return text
+
+
+def _hook_signature(function: Any) -> str:
+    """``register_dialects(register: Callable[[Dialect], None])``, ``-> X`` if it returns one."""
+    sig = inspect.signature(function)
+    params = ", ".join(f"{p.name}: {_annotation(p.annotation)}" for p in sig.parameters.values())
+    returns = _annotation(sig.return_annotation)
+    return f"{function.__name__}({params})" + ("" if returns == "None" else f" -> {returns}")
+
+
+def contract_markdown() -> str:
+    """The plugin contract from ``rankeval.extension``: its hook specs, then its types."""
+    import rankeval
+    from rankeval import extension
+    from rankeval.measures.plugins import DEFAULT_PLUGINS, hook_impls
+
+    marker = extension.hookspec.project_name + "_spec"
+    hooks = [f for f in vars(extension).values() if inspect.isfunction(f) and hasattr(f, marker)]
+    lines = ["| Hook | What the plugin gives | Built-in plugins |", "|---|---|---|"]
+    for hook in hooks:
+        what = _first_paragraph(hook.__doc__ or "")
+        if getattr(hook, marker).get("firstresult"):
+            what += " The first plugin that answers wins."
+        plugins = {plugin for plugin, _ in hook_impls(_registry(), hook.__name__)}
+        by = ", ".join(f"`{name}`" for name in DEFAULT_PLUGINS if name in plugins) or "none"
+        anchor = f"api.md#rankeval.extension.{hook.__name__}"
+        lines.append(f"| [{_code(_hook_signature(hook))}]({anchor}) | {what} | {by} |")
+    attribute_docs = _attribute_docs(extension)
+    lines += ["", "| Type | What it is |", "|---|---|"]
+    for name in extension.__all__:
+        if name not in rankeval.__all__:  # rankeval's own (hookspec), not a plugin's
+            continue
+        obj = getattr(extension, name)
+        doc: str | None = vars(obj).get("__doc__") if inspect.isclass(obj) else attribute_docs.get(name)
+        if doc:
+            lines.append(f"| [`{name}`](api.md#rankeval.extension.{name}) | {_first_paragraph(doc)} |")
+        elif name in NO_DOCSTRING:
+            lines.append(f"| `{name}` | {NO_DOCSTRING[name]} |")
+        else:
+            log.warning("rankeval.extension.%s has no docstring for the plugin contract", name)
     return "\n".join(lines) + "\n"
 
 
@@ -196,7 +297,7 @@ def measures_markdown() -> str:
         for alias, fixed in cls.aliases.items():
             extra = ", ".join(f"{k}={v}" for k, v in fixed.items())
             aliases.append(f"`{alias}`" + (f" ({extra})" if extra else ""))
-        for prefix in cls.trec_prefixes:
+        for prefix in cls.cut_prefixes:
             aliases.append(f"`{prefix}.N` / `{prefix}_N` (sets `{cls.at}`)")
         out.append(f"**Aliases:** {', '.join(aliases) if aliases else 'none'}  ")
         from rankeval.measures.base import Measure
@@ -292,6 +393,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """Replace the placeholders of this page with generated Markdown."""
     if MEASURE_INDEX_PLACEHOLDER in markdown:
         markdown = markdown.replace(MEASURE_INDEX_PLACEHOLDER, measures_index_markdown())
+    if CONTRACT_PLACEHOLDER in markdown:
+        markdown = markdown.replace(CONTRACT_PLACEHOLDER, contract_markdown())
     if BUILTINS_PLACEHOLDER in markdown:
         markdown = markdown.replace(BUILTINS_PLACEHOLDER, builtin_plugins_markdown())
     if MEASURES_PLACEHOLDER in markdown:

@@ -4,7 +4,8 @@ Public API::
 
     import rankeval
     df = rankeval.evaluate("qrels.txt", "run.txt", ["AP", "nDCG@10"])
-    cmp = rankeval.compare("qrels.txt", ["base.txt", "new.txt"], ["AP", "nDCG@10"], test="randomization")
+    ev = rankeval.Evaluator("qrels.txt", ["AP", "nDCG@10"], options=rankeval.EvalOptions(max_docs=100))
+    cmp = ev.compare(["base.txt", "new.txt"], stats=rankeval.CompareOptions(test="randomization"))
     htbg = rankeval.as_ir_measure("hTBG@h=3h")  # for ir_measures.calc_aggregate, pt.Experiment
 """
 
@@ -23,9 +24,19 @@ from rankeval.errors import (
     SpecError,
     UsageError,
 )
-from rankeval.measures.base import Domain, Duration, Measure, param
-from rankeval.measures.hookspecs import hookimpl
-from rankeval.options import EvalOptions
+from rankeval.extension import (
+    Candidates,
+    Command,
+    Dialect,
+    Domain,
+    OutputFormat,
+    RandomModel,
+    Row,
+    Sampler,
+    hookimpl,
+)
+from rankeval.measures.base import Duration, Measure, param
+from rankeval.options import CompareOptions, EvalOptions
 
 __version__ = "0.1.0"
 
@@ -33,12 +44,14 @@ __all__ = [
     "Block",
     "Candidates",
     "Command",
+    "CompareOptions",
     "Comparison",
-    "CompatMode",
+    "Dialect",
     "Domain",
     "Duration",
     "EngineError",
     "EvalOptions",
+    "Evaluator",
     "InputError",
     "Measure",
     "MeasureError",
@@ -72,40 +85,38 @@ __all__ = [
 
 if TYPE_CHECKING:
     from rankeval import segments
-    from rankeval.comparison.compare import Comparison, compare
-    from rankeval.engine.evaluation import Block, Results, evaluate, evaluate_results
-    from rankeval.engine.random_ranking import (
-        Candidates,
-        RandomBaseline,
-        RandomModel,
-        Sampler,
-        random_baseline,
-    )
+    from rankeval.comparison.compare import Comparison
+    from rankeval.engine.evaluation import Block, Results, evaluate_results
+    from rankeval.engine.random_ranking import RandomBaseline
+    from rankeval.evaluator import Evaluator, compare, evaluate, random_baseline
     from rankeval.interop import as_ir_measure
     from rankeval.io.data import Qrels, Run
     from rankeval.measures.plugins import load_registry
     from rankeval.ranking.ranked_lists import RankedLists
-    from rankeval.report.formats import Command, CompatMode, OutputFormat, Row
 
 
 def parse_measure(spec: str) -> Measure:
     """Parse one measure spec with all installed plugins (``"nDCG@10"`` → measure)."""
-    from rankeval.measures.plugins import load_registry
+    from rankeval.measures.plugins import current_registry
 
-    return load_registry().parse(spec)
+    return current_registry().parse(spec)
 
 
 def __getattr__(name: str) -> Any:
     # heavy modules (pandas, pyarrow) load on first use, so `rankeval --help` starts fast
-    if name in ("evaluate", "evaluate_results", "Results", "Block"):
+    if name in ("Evaluator", "evaluate", "compare", "random_baseline"):  # the evaluator object
+        from rankeval import evaluator
+
+        return getattr(evaluator, name)
+    if name in ("evaluate_results", "Results", "Block"):
         from rankeval.engine import evaluation
 
         return getattr(evaluation, name)
-    if name in ("compare", "Comparison"):
+    if name == "Comparison":
         from rankeval.comparison import compare as comparison
 
         return getattr(comparison, name)
-    if name in ("random_baseline", "RandomBaseline", "RandomModel", "Candidates", "Sampler"):
+    if name == "RandomBaseline":
         from rankeval.engine import random_ranking
 
         return getattr(random_ranking, name)
@@ -113,10 +124,6 @@ def __getattr__(name: str) -> Any:
         from rankeval.io import data
 
         return getattr(data, name)
-    if name in ("OutputFormat", "CompatMode", "Row", "Command"):  # what register_formats / register_compat_modes take
-        from rankeval.report import formats as report
-
-        return getattr(report, name)
     if name == "RankedLists":  # the kernel toolkit: what a measure's compute receives
         from rankeval.ranking.ranked_lists import RankedLists
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 MAX_ECHO = 200
 """At most this many characters of an input line are echoed in a message."""
@@ -106,25 +107,42 @@ def plugin_of(measure: object) -> str:
     return type(measure).__module__.partition(".")[0]
 
 
+def fault(exc: BaseException) -> str:
+    """``Type: message`` of an exception raised by a plugin's code (``Type`` alone when it
+    says nothing), clipped to :data:`MAX_ECHO` characters."""
+    text = str(exc)
+    return clip(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+
 @contextmanager
-def measure_guard(measure: object, action: str = "failed", plugin: str | None = None) -> Iterator[None]:
-    """Run a measure's own code: any exception other than a :class:`RankevalError` becomes a
-    :class:`MeasureError` ``measure X (plugin Y) failed: <reason>`` (the original is its
-    ``__cause__``, shown by ``--debug``); memory exhaustion becomes a :class:`ResourceError`.
-    *plugin* names the plugin when the caller knows it (default: :func:`plugin_of`)."""
+def plugin_guard(plugin: str, action: str, measure: object | None = None) -> Iterator[None]:
+    """Run a plugin's code: the one guard of every call into a plugin. Any exception other
+    than a :class:`RankevalError` becomes an error naming the plugin (the original is its
+    ``__cause__``, shown by ``--debug``): a :class:`PluginError` ``plugin P failed <action>:
+    <reason>``, or, for a *measure*'s own code, a :class:`MeasureError` ``measure X (plugin P)
+    <action>: <reason>``, where memory exhaustion is a :class:`ResourceError`. ``sys.exit()``
+    in a plugin must not end rankeval silently: ``SystemExit`` is caught too."""
     try:
         yield
     except RankevalError:
         raise
     except MemoryError as exc:
+        if measure is None:
+            raise
         raise ResourceError(
             f"out of memory while computing {measure}; use a machine with more memory (in the "
             "evaluate command a lower --jobs or --block-size holds fewer queries at once)"
         ) from exc
-    except (Exception, SystemExit) as exc:  # sys.exit() in a plugin must not end rankeval silently
-        reason = f"{type(exc).__name__}: {exc}".strip()
-        name = plugin or plugin_of(measure)
-        raise MeasureError(f"measure {measure} (plugin {name}) {action}: {clip(reason)}") from exc
+    except (Exception, SystemExit) as exc:
+        if measure is None:
+            raise PluginError(f"plugin {plugin} failed {action}: {fault(exc)}") from exc
+        raise MeasureError(f"measure {measure} (plugin {plugin}) {action}: {fault(exc)}") from exc
+
+
+def measure_guard(measure: object, action: str = "failed", plugin: str | None = None) -> Any:
+    """:func:`plugin_guard` around a measure's own code (its ``compute``, ``aggregate``, ...):
+    *plugin* names the plugin when the caller knows it (default: :func:`plugin_of`)."""
+    return plugin_guard(plugin or plugin_of(measure), action, measure)
 
 
 class RankevalWarning(UserWarning):

@@ -30,17 +30,16 @@ data model, and nothing in rankeval uses it. May import: :mod:`rankeval.engine`,
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rankeval.errors import UsageError, measure_guard
-from rankeval.options import EvalOptions, check_no_compat, eval_options
+from rankeval.options import EvalOptions
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+    from rankeval.engine.prepare import Resolved
     from rankeval.measures.base import Measure
     from rankeval.measures.registry import Registry
 
@@ -48,15 +47,7 @@ __all__ = ["QueryValue", "as_ir_measure"]
 
 
 def as_ir_measure(
-    measure: Any,
-    *,
-    options: EvalOptions | None = None,
-    missing_zero: bool = True,
-    nest_sep: str | None = "/",
-    max_docs: int | None = None,
-    on_duplicate: str | None = None,
-    docinfo: str | Path | Sequence[str | Path] | None = None,
-    registry: Registry | None = None,
+    measure: Any, *, options: EvalOptions | None = None, registry: Registry | None = None
 ) -> Any:
     """An ir_measures measure that computes a rankeval measure, for ``ir_measures.calc_aggregate``,
     ``ir_measures.iter_calc``, ``ir_measures.evaluator`` and PyTerrier's
@@ -65,7 +56,8 @@ def as_ir_measure(
     Per-query values are rankeval's, and so is the aggregate, also where it is not a mean
     (pooled recall@P%, GMAP, counts). Qrels that ir_measures reads (files, ``Qrel``
     namedtuples, dicts) have only ``query_id, doc_id, relevance, iteration``: give the item
-    attributes a measure needs (``cost=`` for TBG/hTBG, ``sens=`` for CS-DCG) with *docinfo*,
+    attributes a measure needs (``cost=`` for TBG/hTBG, ``sens=`` for CS-DCG) with the
+    options' ``docinfo`` (``options=rankeval.EvalOptions(docinfo=...)``),
     with a parameter such as hTBG's ``default_cost=``, or as columns of a qrels DataFrame
     (ir_measures passes a DataFrame's columns through: ``rankeval.Qrels.read(path).frame``).
     ir_measures sorts the run by descending score before the measure sees it; measures that
@@ -75,13 +67,8 @@ def as_ir_measure(
     Args:
         measure: one measure: a spec (``"hTBG@h=3h"``), a rankeval :class:`~rankeval.Measure`
             or an ir_measures measure.
-        options: the evaluation options (:class:`~rankeval.EvalOptions`, no ``compat``), or
-            give them one by one as the keyword arguments below (not both).
-        missing_zero: as for :func:`rankeval.evaluate`.
-        nest_sep: as for :func:`rankeval.evaluate`.
-        max_docs: as for :func:`rankeval.evaluate`.
-        on_duplicate: as for :func:`rankeval.evaluate`.
-        docinfo: as for :func:`rankeval.evaluate`: side files of item attributes.
+        options: the evaluation options (:class:`~rankeval.EvalOptions`, no ``compat``): its
+            ``docinfo`` side files are applied to the qrels ir_measures gives.
         registry: measure registry to resolve specs with (default: all installed plugins).
 
     Returns:
@@ -99,25 +86,16 @@ def as_ir_measure(
         import ir_measures
     except ImportError:  # pragma: no cover - a dependency of rankeval
         raise UsageError("as_ir_measure needs ir_measures (pip install ir_measures)") from None
-    from rankeval.engine.evaluation import resolve_measures
-    from rankeval.engine.scoring import measure_plugins
+    from rankeval.engine.prepare import resolve
 
-    opts = eval_options(
-        options,
-        missing_zero=missing_zero,
-        nest_sep=nest_sep,
-        max_docs=max_docs,
-        on_duplicate=on_duplicate,
-        docinfo=docinfo,
-    )
-    check_no_compat(opts, "rankeval.as_ir_measure")
-    found = resolve_measures(measure, registry)
-    if len(found) != 1:
+    resolved = resolve(measure, options, registry)
+    resolved.check_no_compat("rankeval.as_ir_measure")
+    if len(resolved.measures) != 1:
+        found = resolved.measures
         raise UsageError(f"as_ir_measure takes one measure, not {len(found)}: {' '.join(map(str, found))}")
-    m = found[0]
-    plugin = measure_plugins([m], registry)[0]
+    m, plugin = resolved.measures[0], resolved.plugins[0]
     defined = ir_measures.define(
-        _Evaluation(m, plugin, opts),
+        _Evaluation(resolved),
         name=str(m),
         support_cutoff=False,  # a rankeval spec carries its own cutoff
         pretty_name=str(m),
@@ -154,20 +132,18 @@ class QueryValue(float):
 class _Evaluation:
     """The function ir_measures calls with (qrels, run) DataFrames: ``(query_id, value)`` pairs."""
 
-    def __init__(self, measure: Measure, plugin: str | None, options: EvalOptions) -> None:
-        self.measure, self.plugin, self.options = measure, plugin, options
+    def __init__(self, resolved: Resolved) -> None:
+        self.resolved = resolved
+        self.measure, self.plugin = resolved.measures[0], resolved.plugins[0]
 
     def __call__(self, qrels: pd.DataFrame, run: pd.DataFrame) -> list[tuple[Any, QueryValue]]:
         from rankeval.engine.scoring import evaluate_measure
         from rankeval.io.data import Qrels, Run
         from rankeval.ranking.alignment import Alignment
 
-        opts = self.options
-        qrels_obj = Qrels.from_frame(qrels, "<ir_measures qrels>")
-        if opts.docinfo is not None:
-            qrels_obj = qrels_obj.with_docinfo(opts.docinfo)
+        opts = self.resolved.options
         alignment = Alignment(
-            qrels_obj,
+            self.resolved.read_qrels(Qrels.from_frame(qrels, "<ir_measures qrels>")),
             Run.from_frame(run, "run"),
             nest_sep=opts.nest_sep,
             max_docs=opts.max_docs,

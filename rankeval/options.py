@@ -1,7 +1,7 @@
-"""The options an evaluation shares (:class:`EvalOptions`) and the choices of the comparison
-options, in one light module: the engines, :func:`rankeval.compare`,
-:func:`rankeval.random_baseline`, :func:`rankeval.parameter_curve` and the CLI import them from
-here, and the CLI validates with the library's own checks.
+"""The options an evaluation shares (:class:`EvalOptions`) and those of a comparison's
+statistics (:class:`CompareOptions`), with their choices, in one light module: the engines,
+:class:`rankeval.Evaluator` and the CLI import them from here, and the CLI validates with the
+library's own checks (each options object checks itself when it is made).
 
 May import: :mod:`rankeval.errors` only (the CLI imports this module at start-up, so no numpy,
 no pandas).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numbers
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +29,11 @@ __all__ = [
     "PLOT_FORMATS",
     "SPREADS",
     "TESTS",
+    "CompareOptions",
     "EvalOptions",
     "check_choice",
-    "check_compare_options",
-    "check_no_compat",
     "check_samples",
     "check_seed",
-    "eval_options",
 ]
 
 MAX_INT = 2**31 - 1
@@ -70,21 +68,6 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
         raise UsageError(f"unknown {name} {value!r}; expected one of {', '.join(choices)}")
 
 
-def check_compare_options(
-    pairs: str, test: str, correction: str, family: str, ci: str, alpha: float, samples: int
-) -> None:
-    """A :class:`~rankeval.errors.UsageError` for an option of :func:`rankeval.compare` out of
-    its domain."""
-    check_choice("pairs", pairs, PAIRS)
-    check_choice("test", test, TESTS)
-    check_choice("correction", correction, CORRECTIONS)
-    check_choice("family", family, FAMILIES)
-    check_choice("ci", ci, CIS)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise UsageError(f"alpha must be between 0 and 1 (exclusive), not {alpha!r}")
-    check_samples(samples)
-
-
 def check_samples(samples: Any) -> None:
     """A :class:`~rankeval.errors.UsageError` unless *samples* is an integer from 1 to
     :data:`MAX_SAMPLES`."""
@@ -114,8 +97,10 @@ def check_seed(seed: Any, name: str = "seed", *, text: bool = False) -> int | No
 
 @dataclass(frozen=True)
 class EvalOptions:
-    """How runs are evaluated: the options :func:`rankeval.evaluate`, :func:`rankeval.compare`,
-    :func:`rankeval.random_baseline`, :func:`rankeval.parameter_curve` and the engines share.
+    """How runs are evaluated: the options of a :class:`rankeval.Evaluator` (and so of
+    :func:`rankeval.evaluate`, :func:`rankeval.compare`, :func:`rankeval.random_baseline`,
+    :func:`rankeval.parameter_curve` and :func:`rankeval.as_ir_measure`), which the engines share.
+    Options are given only here: no function takes them one by one.
 
     Attributes:
         missing_zero: queries in the qrels that a run does not retrieve score 0 and count in
@@ -131,7 +116,8 @@ class EvalOptions:
             order given (:meth:`~rankeval.Qrels.with_docinfo`).
         compat: reproduce another tool's output with a mode a plugin adds
             (:func:`rankeval.report.formats.compat_modes`); ``None`` or ``"none"``: no mode. Only
-            :func:`rankeval.evaluate` applies it.
+            an evaluation applies it (:meth:`rankeval.Evaluator.evaluate`), not a comparison,
+            a random baseline or :func:`rankeval.as_ir_measure`.
         judged_only: drop from each ranking the items the qrels do not judge for its query
             (any grade) before anything is computed: condensed lists, trec_eval ``-J``
             (:meth:`~rankeval.Run.judged_only`). The query still counts as retrieved.
@@ -188,32 +174,56 @@ class EvalOptions:
         return self.compat not in (None, "none")
 
 
-_DEFAULTS = EvalOptions()
+@dataclass(frozen=True)
+class CompareOptions:
+    """The statistics of a comparison of runs (:meth:`rankeval.Evaluator.compare`,
+    :func:`rankeval.compare`), checked when made.
 
-
-def check_no_compat(options: EvalOptions, what: str) -> None:
-    """A :class:`~rankeval.errors.UsageError` if *options* ask for a compat mode, which only
-    :func:`rankeval.evaluate` applies (*what*: the function that does not)."""
-    if options.has_compat:
-        raise UsageError(f"{what} applies no compat mode (compat={options.compat!r}); rankeval.evaluate does")
-
-
-def eval_options(options: EvalOptions | None = None, **keywords: Any) -> EvalOptions:
-    """The options of a call that takes ``options=`` beside the keyword arguments of its
-    fields: *options*, or one built from *keywords* (``missing_zero=``, ``nest_sep=``, ...).
+    Attributes:
+        baseline: name (or path) of the baseline run (default: the first run).
+        pairs: ``"baseline"``: each run against the baseline; ``"all"``: every pair of runs.
+        test: ``"ttest"`` (paired t-test), ``"wilcoxon"`` (signed-rank), ``"bootstrap"``
+            (paired bootstrap) or ``"randomization"`` (Fisher's randomisation test); see
+            :mod:`rankeval.comparison.stats`.
+        correction: ``"none"``, ``"bonferroni"``, ``"holm"`` or ``"bh"`` (Benjamini-Hochberg).
+        family: the comparisons corrected together: those of each ``"measure"`` (default),
+            or ``"all"`` of them.
+        alpha: significance level (markers in tables, :attr:`rankeval.Comparison.significant`).
+        samples: resamples of the bootstrap and randomisation tests and of bootstrap
+            intervals; random orderings of the random baseline.
+        seed: seed of :func:`numpy.random.default_rng` for all random draws (every comparison
+            on the same queries uses the same resamples); ``None``: fresh draws.
+        ci: confidence intervals: ``"t"`` (mean ± t·sd/√n) or ``"bootstrap"`` (percentile).
+        random_baseline: add a run ``random``: the expected value of each measure under a
+            uniformly random ordering of the baseline run's retrieved documents (a run name:
+            of that run's documents); see :mod:`rankeval.engine.random_ranking`.
 
     Raises:
-        UsageError: *options* is not an :class:`EvalOptions`, or a keyword argument other than
-            its default is given with it (set it in the :class:`EvalOptions`).
+        UsageError: a choice not among :data:`PAIRS`, :data:`TESTS`, :data:`CORRECTIONS`,
+            :data:`FAMILIES`, :data:`CIS`; *alpha* not between 0 and 1; *samples* not from 1
+            to :data:`MAX_SAMPLES`; a bad *seed* (:func:`check_seed`).
     """
-    if options is None:
-        return EvalOptions(**keywords)
-    if not isinstance(options, EvalOptions):
-        raise UsageError(f"options must be a rankeval.EvalOptions, not {options!r}")
-    names = {f.name for f in fields(EvalOptions)}
-    given = [k for k, v in keywords.items() if k in names and v != getattr(_DEFAULTS, k)]
-    if given:
-        raise UsageError(
-            f"{', '.join(given)} given with options=; set {'it' if len(given) == 1 else 'them'} in the EvalOptions"
-        )
-    return options
+
+    baseline: str | None = None
+    pairs: str = "baseline"
+    test: str = "ttest"
+    correction: str = "none"
+    family: str = "measure"
+    alpha: float = 0.05
+    samples: int = 10_000
+    seed: int | None = 0
+    ci: str = "t"
+    random_baseline: bool | str = False
+
+    def __post_init__(self) -> None:
+        check_choice("pairs", self.pairs, PAIRS)
+        check_choice("test", self.test, TESTS)
+        check_choice("correction", self.correction, CORRECTIONS)
+        check_choice("family", self.family, FAMILIES)
+        check_choice("ci", self.ci, CIS)
+        alpha = self.alpha
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+            raise UsageError(f"alpha must be between 0 and 1 (exclusive), not {alpha!r}")
+        check_samples(self.samples)
+        object.__setattr__(self, "alpha", float(alpha))
+        object.__setattr__(self, "seed", check_seed(self.seed))

@@ -17,12 +17,13 @@ Errors are :class:`~rankeval.errors.SpecError` with the column of the offending 
 
 from __future__ import annotations
 
+import numbers
 import re
 from dataclasses import dataclass, field
 
 from rankeval.errors import SpecError
 
-__all__ = ["MeasureSpec", "Value", "format_value_text", "parse_spec", "parse_specs"]
+__all__ = ["MeasureSpec", "Value", "format_value_text", "number_text", "parse_spec", "parse_specs"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -231,6 +232,15 @@ def parse_specs(text: str) -> list[MeasureSpec]:
 
 
 _BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
+
+
+def number_text(x: float | numbers.Real) -> str:
+    """Spec text of a number: an int as is, a whole float without ``.0`` (``3``), any other
+    float as its shortest round-tripping ``repr`` (``0.30000000000000004``, ``1e-300``)."""
+    if isinstance(x, numbers.Integral):
+        return str(int(x))
+    x = float(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else repr(x)
 
 
 def format_value_text(text: str) -> str:

@@ -979,7 +979,7 @@ def case_docinfo(rng: Random) -> Case:
         call = 'rankeval.Qrels.read(d / "qrels.txt").with_docinfo(d / "docinfo.txt")'
     else:
         measures = list(c.docinfo.measures)
-        call = f'rankeval.evaluate(d / "qrels.txt", d / "run.txt", {measures!r}, docinfo=d / "docinfo.txt")'
+        call = f'rankeval.evaluate(d / "qrels.txt", d / "run.txt", {measures!r}, options=rankeval.EvalOptions(docinfo=d / "docinfo.txt"))'
     case = _mutated("docinfo", call, rng, {"docinfo.txt": c.docinfo_file})
     case.files |= {"qrels.txt": c.docinfo.qrels.data, "run.txt": c.docinfo.run.data}
     return case
@@ -1060,7 +1060,7 @@ def seed_cases() -> list[Case]:
         "run.txt": c.docinfo.run.data,
         "docinfo.txt": c.docinfo_file.data,
     }
-    call = f'rankeval.evaluate(d / "qrels.txt", d / "run.txt", {list(c.docinfo.measures)!r}, docinfo=d / "docinfo.txt")'
+    call = f'rankeval.evaluate(d / "qrels.txt", d / "run.txt", {list(c.docinfo.measures)!r}, options=rankeval.EvalOptions(docinfo=d / "docinfo.txt"))'
     cases.append(Case("docinfo file", docinfo, call))
     call = 'rankeval.evaluate(d / "truth.json", d / "prediction.json", ["hTBG@h=3"])'
     cases.append(

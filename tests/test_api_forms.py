@@ -202,7 +202,7 @@ def test_ir_measures_measure_objects(files) -> None:
 
 
 def test_ir_measures_objects_resolve_like_their_spelling() -> None:
-    from rankeval.engine.evaluation import resolve_measures
+    from rankeval.engine.prepare import resolve_measures
 
     native = resolve_measures([ir_measures.AP(rel=2), ir_measures.Judged @ 5, ir_measures.nDCG])
     assert native == [rankeval.parse_measure(s) for s in ("AP(rel=2)", "Judged@5", "nDCG")]
@@ -269,11 +269,11 @@ def test_the_dask_engine_takes_the_same_forms(files, scheduler) -> None:
     dask = DaskOptions(scheduler=scheduler)
     runs = {"a.run": a, "renamed": b, "dict": run_dict(RUN_B), "docs": scored_docs(RUN_A)}
     local = rankeval.evaluate(q, runs, SPECS)
-    dist = rankeval.evaluate(q, runs, SPECS, engine="dask", dask=dask)
+    dist = rankeval.evaluate(q, runs, SPECS, engine=dask)
     pd.testing.assert_frame_equal(dist, local, check_exact=True)
     assert list(dict.fromkeys(dist["run"])) == ["a.run", "renamed", "dict", "docs"]
     check(dist, "renamed", RUN_B)
-    listed = rankeval.evaluate(q, [run_dict(RUN_A), run_dict(RUN_B)], SPECS, engine="dask", dask=dask)
+    listed = rankeval.evaluate(q, [run_dict(RUN_A), run_dict(RUN_B)], SPECS, engine=dask)
     assert list(dict.fromkeys(listed["run"])) == ["run1", "run2"]
     check(listed, "run2", RUN_B)
 

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import numpy as np
@@ -324,22 +325,6 @@ def test_memo_computes_once_keeps_none_and_shares_across_levels():
     assert top.memo("shared", lambda: [1], shared=True) is kids.memo("shared", lambda: [2], shared=True)
 
 
-def test_qrels_query_maps_each_qrels_line_to_its_query():
-    qrels = {"b": {"d1": 1, "d1/x": 0}, "a": {"d2": 1, "d3": 0, "d3/y": 2}, "c": {"d4": 1}}
-    a = _alignment(qrels, {"a": {"d2": 1.0}, "z": {"d9": 1.0}})
-    top = a.view(1)
-    table_q = a.qrels.table.column("query_id").to_pylist()
-    ids = list(top.query_ids)
-    assert top.qrels_query().tolist() == [ids.index(q) for q in table_q]
-    kids = a.view(2)  # sub-queries "a/d3" and "b/d1": the lines of their children
-    docs = a.qrels.table.column("doc_id").to_pylist()
-    expected = [
-        list(kids.query_ids).index(f"{q}/{d.split('/')[0]}") if "/" in d else -1
-        for q, d in zip(table_q, docs, strict=True)
-    ]
-    assert kids.qrels_query().tolist() == expected
-
-
 # --------------------------------------------------------------------- import cycles
 def _module_name(path: Path) -> str:
     rel = path.relative_to(PLUGINS if PLUGINS in path.parents else ROOT).with_suffix("")
@@ -348,19 +333,13 @@ def _module_name(path: Path) -> str:
 
 
 def import_graph() -> dict[str, set[str]]:
-    """Project module → project modules it imports, at run time: top-level and lazy imports
-    inside functions count; imports under ``if TYPE_CHECKING:`` (annotations only) do not."""
+    """Project module → project modules it imports: top-level and lazy imports inside
+    functions count, and so do imports under ``if TYPE_CHECKING:`` (a type a module names in
+    its annotations is a dependency of its design, even when Python does not import it)."""
     files = {_module_name(p): p for p in [*_modules(CORE), *_modules(PLUGINS)]}
     graph: dict[str, set[str]] = {m: set() for m in files}
     for module, path in files.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.If)
-                and isinstance(node.test, ast.Name)
-                and node.test.id == "TYPE_CHECKING"
-            ):
-                node.body = []
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
         for node in ast.walk(tree):
             names: list[str] = []
@@ -423,7 +402,7 @@ def test_no_import_cycle_among_project_modules():
     graph = import_graph()
     assert "rankeval.engine.evaluation" in graph and "rankeval_trec" in graph
     assert "rankeval.engine.distributed" in graph["rankeval.engine.evaluation"]  # a lazy import counts
-    assert "rankeval.engine.random_ranking" not in graph["rankeval.measures.hookspecs"]  # TYPE_CHECKING does not
+    assert "rankeval.ranking.ranked_lists" in graph["rankeval.measures.base"]  # so does TYPE_CHECKING
     assert cycles(graph) == []
 
 
@@ -431,15 +410,16 @@ def test_no_import_cycle_among_project_modules():
 #: The core's one-way flow, bottom to top: a module may import (at run time) only modules of
 #: its own layer or of layers below. Each package's docstring says the same in words.
 LAYERS = [
-    ("rankeval.errors", "rankeval.options", "rankeval.spec", "rankeval.segments"),  # foundation
+    # foundation, with the plugin contract (rankeval.extension)
+    ("rankeval.errors", "rankeval.options", "rankeval.spec", "rankeval.segments", "rankeval.extension"),
     ("rankeval.io",),
     ("rankeval.ranking",),
     ("rankeval.measures",),
-    ("rankeval.report",),
     ("rankeval.engine",),
+    ("rankeval.report",),
     ("rankeval.comparison",),
-    # the command, the public API and its adapter to ir_measures (rankeval.interop): the top
-    ("rankeval.cli", "rankeval.examples", "rankeval.interop", "rankeval"),
+    # the command, the public API, its evaluator object and its adapter to ir_measures: the top
+    ("rankeval.cli", "rankeval.examples", "rankeval.interop", "rankeval.evaluator", "rankeval"),
 ]
 
 
@@ -467,17 +447,69 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 def test_the_layer_check_finds_an_upward_import():
     assert layer("rankeval.io.trec") == 1 and layer("rankeval.segments") == 0 and layer("rankeval") == 7
     assert upward_imports({"rankeval.io.data": {"rankeval.engine.scoring"}}) == [
-        "rankeval.io.data (layer 1) imports rankeval.engine.scoring (layer 5)"
+        "rankeval.io.data (layer 1) imports rankeval.engine.scoring (layer 4)"
     ]
     assert upward_imports({"rankeval.engine.scoring": {"rankeval.io.data"}}) == []
 
 
 def test_the_core_imports_only_downward():
-    """io → ranking → measures → report → engine → comparison → cli, each above the
-    foundation modules (lazy imports count; annotation-only imports do not)."""
+    """io → ranking → measures → engine → report → comparison → cli, each above the
+    foundation modules (lazy and annotation-only imports count)."""
     graph = import_graph()
     assert set(graph) >= {"rankeval.io.trec", "rankeval.comparison.compare"}
     assert upward_imports(graph) == []
+
+
+def test_the_contract_imports_only_the_foundation():
+    """``rankeval.extension``, what every plugin builds on, names nothing above the foundation,
+    not even in annotations."""
+    graph = import_graph()
+    core = {d for d in graph["rankeval.extension"] if d.split(".")[0] == "rankeval"}
+    assert core and all(layer(d) == 0 for d in core), sorted(core)
+
+
+# --------------------------------------------------------------------- dialects
+#: names that may carry ``trec``: the TREC file formats (qrels, runs), not the trec_eval tool
+TREC_FORMAT_NAMES = {"trec", "_trec", "json_to_trec", "trec_to_json", "_trec_id", "trec_swapped"}
+
+
+def tool_identifiers(source: str) -> list[str]:
+    """Identifiers in *source* that name another evaluator (trec_eval, the CLEF TAR
+    evaluator) rather than a file format: names, attributes, definitions, parameters,
+    keywords and imports; string contents and comments are not identifiers."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names: list[str] = []
+        if isinstance(node, ast.Name):
+            names = [node.id]
+        elif isinstance(node, ast.Attribute):
+            names = [node.attr]
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names = [node.name]
+        elif isinstance(node, ast.arg):
+            names = [node.arg]
+        elif isinstance(node, ast.keyword) and node.arg:
+            names = [node.arg]
+        elif isinstance(node, ast.alias):
+            names = [*node.name.split("."), *([node.asname] if node.asname else [])]
+        found += [
+            f"{getattr(node, 'lineno', 0)}: {n}"
+            for n in names
+            if re.search(r"(?i)clef|trec", n) and n not in TREC_FORMAT_NAMES
+        ]
+    return sorted(found, key=lambda hit: int(hit.split(":")[0]))
+
+
+def test_the_tool_name_check_finds_names():
+    source = "def trec_name(m): pass\nx.clef_round\nNAMES = f(compat_clef=1)\nread_trec = trec\n"
+    assert tool_identifiers(source) == ["1: trec_name", "2: clef_round", "3: compat_clef", "4: read_trec"]
+
+
+def test_the_core_names_no_other_evaluator():
+    """trec_eval and CLEF are dialects their plugins register: no identifier of the core names
+    either (its docs and messages may mention them)."""
+    found = [f"{p.relative_to(ROOT)}:{hit}" for p in _modules(CORE) for hit in tool_identifiers(p.read_text("utf-8"))]
+    assert found == []
 
 
 PUBLIC_MODULES = {"rankeval", "rankeval.errors", "rankeval.spec", "rankeval.segments"}

@@ -611,7 +611,7 @@ def test_plugins_command() -> None:
     rows = {line.split("\t")[0]: line.split("\t")[1:] for line in out.splitlines()}
     assert rows["rankeval_trec"][0] == "built-in"
     measures, _, extra = rows["rankeval_trec"][1].partition(" (")
-    assert extra == "command trec_eval)"  # what a plugin adds besides measures
+    assert extra == "--compat trec_eval; command trec_eval)"  # what a plugin adds besides measures
     listed = measures.split(", ")
     assert listed == sorted(listed)
     assert {

@@ -44,7 +44,9 @@ def per_query() -> dict[tuple[str, str], np.ndarray]:
 
 @pytest.fixture(scope="module")
 def ttest_cmp() -> rankeval.Comparison:
-    return rankeval.compare(QRELS, RUNS, MEASURES, test="ttest", correction="holm")
+    return rankeval.compare(
+        QRELS, RUNS, MEASURES, stats=rankeval.CompareOptions(test="ttest", correction="holm")
+    )
 
 
 # ------------------------------------------------------------------ tests on real data
@@ -67,7 +69,9 @@ def test_ttest_p_values_equal_scipy(ttest_cmp, per_query) -> None:
 
 
 def test_wilcoxon_p_values_equal_scipy(per_query) -> None:
-    cmp = rankeval.compare(QRELS, RUNS, MEASURES, test="wilcoxon", baseline=NAMES[2])
+    cmp = rankeval.compare(
+        QRELS, RUNS, MEASURES, stats=rankeval.CompareOptions(test="wilcoxon", baseline=NAMES[2])
+    )
     assert cmp.pairs == [(0, 2), (1, 2)]
     for m, measure in enumerate(MEASURES):
         for p, (r, b) in enumerate(cmp.pairs):
@@ -78,8 +82,12 @@ def test_wilcoxon_p_values_equal_scipy(per_query) -> None:
 
 @pytest.mark.parametrize("test", ["bootstrap", "randomization"])
 def test_resampling_tests_are_the_library_tests_on_the_same_vectors(test, per_query) -> None:
-    cmp = rankeval.compare(QRELS, RUNS, MEASURES, test=test, samples=3000, seed=5, ci="bootstrap")
-    again = rankeval.compare(QRELS, RUNS, MEASURES, test=test, samples=3000, seed=5, ci="bootstrap")
+    cmp = rankeval.compare(
+        QRELS, RUNS, MEASURES, stats=rankeval.CompareOptions(test=test, samples=3000, seed=5, ci="bootstrap")
+    )
+    again = rankeval.compare(
+        QRELS, RUNS, MEASURES, stats=rankeval.CompareOptions(test=test, samples=3000, seed=5, ci="bootstrap")
+    )
     np.testing.assert_array_equal(cmp.p_value, again.p_value)  # reproducible
     for m, measure in enumerate(MEASURES):
         for p, (r, b) in enumerate(cmp.pairs):
@@ -95,12 +103,16 @@ def test_resampling_tests_are_the_library_tests_on_the_same_vectors(test, per_qu
 
 @pytest.mark.parametrize("correction, sm", [("bonferroni", "bonferroni"), ("holm", "holm"), ("bh", "fdr_bh")])
 def test_corrections_equal_statsmodels(correction, sm) -> None:
-    cmp = rankeval.compare(QRELS, RUNS, MEASURES, pairs="all", correction=correction)
+    cmp = rankeval.compare(
+        QRELS, RUNS, MEASURES, stats=rankeval.CompareOptions(pairs="all", correction=correction)
+    )
     assert len(cmp.pairs) == 3
     for m in range(len(MEASURES)):  # one family per measure
         ref = multitest.multipletests(cmp.p_value[m], method=sm)[1]
         np.testing.assert_allclose(cmp.p_adjusted[m], ref, atol=1e-15, rtol=0)
-    every = rankeval.compare(QRELS, RUNS, MEASURES, pairs="all", correction=correction, family="all")
+    every = rankeval.compare(
+        QRELS, RUNS, MEASURES, stats=rankeval.CompareOptions(pairs="all", correction=correction, family="all")
+    )
     ref = multitest.multipletests(every.p_value.ravel(), method=sm)[1]
     np.testing.assert_allclose(every.p_adjusted.ravel(), ref, atol=1e-15, rtol=0)
     assert (cmp.significant == (cmp.p_adjusted < 0.05)).all()
@@ -146,7 +158,7 @@ def test_missing_queries_leave_the_comparison(tmp_path) -> None:
     full = {"1": {"a": 2, "b": 1}, "2": {"c": 1, "x": 2}, "3": {"y": 1, "d": 0.5}, "4": {"f": 1}}
     part = {"1": {"b": 2, "a": 1}, "2": {"c": 1}}
     runs = [rankeval.Run.from_dict(full, "full"), rankeval.Run.from_dict(part, "part")]
-    cmp = rankeval.compare(qrels, runs, "AP", missing_zero=False)
+    cmp = rankeval.compare(qrels, runs, "AP", options=rankeval.EvalOptions(missing_zero=False))
     assert cmp.n[0, 0] == 2  # queries 1 and 2 only
     assert np.isnan(cmp.values[1, 0, 2:]).all()
     zero = rankeval.compare(qrels, runs, "AP")
@@ -176,7 +188,12 @@ def test_paper_tables(ttest_cmp) -> None:
 
 
 def test_all_pairs_table_uses_letters() -> None:
-    cmp = rankeval.compare(QRELS, RUNS, ["nDCG@10"], pairs="all", test="randomization", samples=2000)
+    cmp = rankeval.compare(
+        QRELS,
+        RUNS,
+        ["nDCG@10"],
+        stats=rankeval.CompareOptions(pairs="all", test="randomization", samples=2000),
+    )
     md = cmp.to_markdown()
     assert "| (a) bm25.run.gz |" in md and "| (c) bm25-t5\\_zs\\_.run.gz |" in md
     # t5 is significantly better than both bm25 (a) and bm25-rm3 (b)
@@ -189,7 +206,7 @@ def test_bad_arguments() -> None:
     with pytest.raises(UsageError, match="at least two runs"):
         rankeval.compare(QRELS, RUNS[:1], "AP")
     with pytest.raises(UsageError, match=r"unknown baseline 'nope'; the runs are: bm25\.run\.gz, "):
-        rankeval.compare(QRELS, RUNS, "AP", baseline="nope")
+        rankeval.compare(QRELS, RUNS, "AP", stats=rankeval.CompareOptions(baseline="nope"))
     for kw, msg in [
         ({"test": "z"}, "unknown test 'z'"),
         ({"correction": "sidak"}, "unknown correction"),
@@ -200,13 +217,15 @@ def test_bad_arguments() -> None:
         ({"samples": 0}, "samples must be an integer from 1 to 10,000,000"),
     ]:
         with pytest.raises(UsageError, match=msg):
-            rankeval.compare(QRELS, RUNS, "AP", **kw)
-    named = rankeval.compare(QRELS, RUNS, "AP", baseline=str(RUNS[1]))  # a path works too
+            rankeval.compare(QRELS, RUNS, "AP", stats=rankeval.CompareOptions(**kw))
+    named = rankeval.compare(
+        QRELS, RUNS, "AP", stats=rankeval.CompareOptions(baseline=str(RUNS[1]))
+    )  # a path works too
     assert named.baseline == NAMES[1]
 
 
 # ------------------------------------------------------------------- random baseline
-def expectation_by_enumeration(qrels, candidates, measures, **kw) -> dict[tuple[str, str], float]:
+def expectation_by_enumeration(qrels, candidates, measures, **options) -> dict[tuple[str, str], float]:
     """Mean over all orderings of each query's candidates, each ordering evaluated by the
     measure itself (one query per ordering, one evaluate call)."""
     run, judged = {}, {}
@@ -218,7 +237,7 @@ def expectation_by_enumeration(qrels, candidates, measures, **kw) -> dict[tuple[
     for qid in qrels:
         if qid not in candidates:
             judged[f"{qid}#none"] = qrels[qid]
-    df = rankeval.evaluate(judged, run, measures, **kw)
+    df = rankeval.evaluate(judged, run, measures, options=rankeval.EvalOptions(**options))
     df = df[df.query_id.notna()].copy()
     df["qid"] = df.query_id.str.split("#").str[0]
     return df.groupby(["qid", "measure"])["value"].mean().to_dict()
@@ -271,7 +290,9 @@ EXACT_MEASURES = [
 def test_random_baseline_exact_equals_enumeration(seed, max_n, max_docs) -> None:
     qrels, candidates = small_instance(seed, max_n)
     run = {q: {d: 1.0 + i for i, d in enumerate(docs)} for q, docs in candidates.items()}
-    rb = rankeval.random_baseline(qrels, run, EXACT_MEASURES, samples=200, max_docs=max_docs)
+    rb = rankeval.random_baseline(
+        qrels, run, EXACT_MEASURES, samples=200, options=rankeval.EvalOptions(max_docs=max_docs)
+    )
     assert rb.exact.all()
     ref = expectation_by_enumeration(qrels, candidates, EXACT_MEASURES, max_docs=max_docs)
     for i, measure in enumerate(rb.measures):
@@ -337,7 +358,10 @@ def test_random_baseline_map_0_7283() -> None:
     assert rb.se[0] == pytest.approx(np.std(aps) / math.sqrt(19), abs=0.001)
     assert round(float(rb.se[0]), 2) == 0.04
     cmp = rankeval.compare(
-        qrels, rankeval.Run.from_dict(run, "system"), "MAP", random_baseline=True, samples=10_000
+        qrels,
+        rankeval.Run.from_dict(run, "system"),
+        "MAP",
+        stats=rankeval.CompareOptions(random_baseline=True, samples=10_000),
     )
     assert cmp.runs == ["system", "random"]
     assert "| random | 0.7283‡ ± 0.037" in cmp.to_markdown(spread="se")
@@ -347,26 +371,37 @@ def test_random_baseline_map_0_7283() -> None:
 
 def test_random_baseline_name_clash_and_source() -> None:
     with pytest.raises(UsageError, match="named 'random'"):
-        rankeval.compare(QRELS, {"random": RUNS[0], "x": RUNS[1]}, "AP", random_baseline=True)
-    cmp = rankeval.compare(QRELS, RUNS[:2], "P@10", random_baseline=NAMES[1], samples=500)
+        rankeval.compare(
+            QRELS,
+            {"random": RUNS[0], "x": RUNS[1]},
+            "AP",
+            stats=rankeval.CompareOptions(random_baseline=True),
+        )
+    cmp = rankeval.compare(
+        QRELS, RUNS[:2], "P@10", stats=rankeval.CompareOptions(random_baseline=NAMES[1], samples=500)
+    )
     assert cmp.random is not None and cmp.random.source == NAMES[1]
     assert "documents bm25-rm3.run.gz retrieved" in cmp.to_markdown()
 
 
 # ------------------------------------------------------------------- EvalOptions
-def test_eval_options_equal_the_keywords() -> None:
+def test_the_evaluator_gives_what_the_one_call_functions_give() -> None:
+    """One Evaluator, resolved once, and the functions that build one per call agree on
+    every result, with options of every kind."""
     opts = rankeval.EvalOptions(missing_zero=False, max_docs=20, nest_sep=None, on_duplicate="first")
-    keywords = {"missing_zero": False, "max_docs": 20, "nest_sep": None, "on_duplicate": "first"}
-    by_options = rankeval.evaluate(QRELS, RUNS, MEASURES, options=opts)
-    assert by_options.equals(rankeval.evaluate(QRELS, RUNS, MEASURES, **keywords))
-    a = rankeval.compare(QRELS, RUNS[:2], "AP", options=opts, random_baseline=True, samples=200)
-    b = rankeval.compare(QRELS, RUNS[:2], "AP", random_baseline=True, samples=200, **keywords)
+    stats = rankeval.CompareOptions(random_baseline=True, samples=200)
+    ev = rankeval.Evaluator(QRELS, MEASURES, options=opts)
+    assert ev.evaluate(RUNS).equals(rankeval.evaluate(QRELS, RUNS, MEASURES, options=opts))
+    a = ev.compare(RUNS[:2], stats=stats)
+    b = rankeval.compare(QRELS, RUNS[:2], MEASURES, options=opts, stats=stats)
     assert a.format("tsv", per_query=True) == b.format("tsv", per_query=True)
-    c = rankeval.random_baseline(QRELS, RUNS[0], "nDCG@10 RR", options=opts, samples=100)
-    d = rankeval.random_baseline(QRELS, RUNS[0], "nDCG@10 RR", samples=100, **keywords)
+    c = ev.random_baseline(RUNS[0], samples=100)
+    d = rankeval.random_baseline(QRELS, RUNS[0], MEASURES, options=opts, samples=100)
     assert np.array_equal(c.values, d.values) and np.array_equal(c.sample_aggregates, d.sample_aggregates)
     curve = parameter_curve(QRELS, RUNS[:1], "nDCG@{5,10}", options=opts)
-    assert curve.equals(parameter_curve(QRELS, RUNS[:1], "nDCG@{5,10}", **keywords))
+    assert curve.equals(ev.curve(RUNS[:1], "nDCG@{5,10}"))
+    aggregates = rankeval.evaluate(QRELS, RUNS[0], "nDCG@5 nDCG@10", options=opts).query("query_id.isna()")
+    assert curve["value"].tolist() == aggregates["value"].tolist()
 
 
 def test_eval_options_checks() -> None:
@@ -381,14 +416,15 @@ def test_eval_options_checks() -> None:
     opts = rankeval.EvalOptions(max_docs=10)
     with pytest.raises(AttributeError):
         opts.max_docs = 5  # type: ignore[misc]
-    with pytest.raises(UsageError, match="max_docs given with options="):
-        rankeval.evaluate(QRELS, RUNS[0], "AP", options=opts, max_docs=5)
     with pytest.raises(UsageError, match=r"options must be a rankeval\.EvalOptions"):
         rankeval.compare(QRELS, RUNS, "AP", options={"max_docs": 5})  # type: ignore[arg-type]
+    clef = rankeval.EvalOptions(compat="clef")  # a dialect, of the TAR measures only
     with pytest.raises(UsageError, match="compare applies no compat mode"):
-        rankeval.compare(QRELS, RUNS, "AP", options=rankeval.EvalOptions(compat="clef"))
+        rankeval.compare(QRELS, RUNS, "tar_num_docs", options=clef)
     with pytest.raises(UsageError, match="the random baseline applies no compat mode"):
-        rankeval.random_baseline(QRELS, RUNS[0], "AP", options=rankeval.EvalOptions(compat="clef"))
+        rankeval.random_baseline(QRELS, RUNS[0], "tar_num_docs", options=clef)
+    with pytest.raises(UsageError, match="compat 'clef': none of the measures AP has a compat mode"):
+        rankeval.compare(QRELS, RUNS, "AP", options=clef)
 
 
 # ----------------------------------------------------------------- curves and plots
@@ -536,5 +572,7 @@ def test_cli_needs_two_runs_and_a_measure() -> None:
 
 
 def test_progress_bar_when_asked(capsys) -> None:
-    cmp = rankeval.compare(QRELS, RUNS[:2], "AP", test="bootstrap", samples=500, progress=True)
+    cmp = rankeval.compare(
+        QRELS, RUNS[:2], "AP", stats=rankeval.CompareOptions(test="bootstrap", samples=500), progress=True
+    )
     assert cmp.p_value.shape == (1, 1)

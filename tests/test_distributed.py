@@ -44,16 +44,16 @@ def in_memory(runs):
     return {r.name: r for r in as_runs(runs)}
 
 
-def same(qrels, runs, measures, scheduler, block_sizes=(None, 700), **kw):
-    """Every scheduler and block size gives the values of the whole runs in memory."""
-    whole = rankeval.evaluate(qrels, in_memory(runs), measures, **kw)
+def same(qrels, runs, measures, scheduler, block_sizes=(None, 700), **options):
+    """Every scheduler and block size gives the values of the whole runs in memory (*options*:
+    the fields of the EvalOptions)."""
+    ev = rankeval.Evaluator(qrels, measures, options=rankeval.EvalOptions(**options))
+    whole = ev.evaluate(in_memory(runs))
     variants = [{"jobs": 1, "block_size": b} for b in block_sizes]
     variants.append({"jobs": 2, "block_size": block_sizes[-1]})
-    variants.append(
-        {"engine": "dask", "dask": DaskOptions(scheduler=scheduler), "block_size": block_sizes[-1]}
-    )
+    variants.append({"engine": DaskOptions(scheduler=scheduler), "block_size": block_sizes[-1]})
     for variant in variants:
-        got = rankeval.evaluate(qrels, runs, measures, **variant, **kw)
+        got = ev.evaluate(runs, **variant)
         assert list(got.columns) == list(whole.columns)
         assert len(got) == len(whole), variant
         pd.testing.assert_frame_equal(
@@ -138,8 +138,7 @@ def test_blocks_and_globs_equal_one_file(scheduler, tmp_path):
         DATA / "trec_eval" / "qrels.test",
         str(tmp_path / "part-*.txt"),
         CLASSIC,
-        engine="dask",
-        dask=DaskOptions(scheduler=scheduler),
+        engine=DaskOptions(scheduler=scheduler),
         block_size=4096,
     )
     assert (dist["value"].to_numpy() == local["value"].to_numpy()).all()
@@ -154,11 +153,7 @@ def test_parquet_run_equals_text(scheduler, tmp_path):
     assert (tmp_path / "run.parquet").is_dir()
     local = rankeval.evaluate(qrels, run, CLASSIC)
     dist = rankeval.evaluate(
-        tmp_path / "qrels.parquet",
-        tmp_path / "run.parquet",
-        CLASSIC,
-        engine="dask",
-        dask=DaskOptions(scheduler=scheduler),
+        tmp_path / "qrels.parquet", tmp_path / "run.parquet", CLASSIC, engine=DaskOptions(scheduler=scheduler)
     )
     assert (dist["value"].to_numpy() == local["value"].to_numpy()).all()
 
@@ -176,7 +171,7 @@ def test_foreign_parquet_run_without_line_numbers_equals_text(scheduler, tmp_pat
         )
     local = rankeval.evaluate(qrels, run, CLASSIC)
     dist = rankeval.evaluate(
-        qrels, tmp_path / "run.parquet", CLASSIC, engine="dask", dask=DaskOptions(scheduler=scheduler)
+        qrels, tmp_path / "run.parquet", CLASSIC, engine=DaskOptions(scheduler=scheduler)
     )
     assert (dist["value"].to_numpy() == local["value"].to_numpy()).all()
     assert dist["query_id"].equals(local["query_id"])  # the aggregates: NaN in both
@@ -361,8 +356,7 @@ def test_errors_name_the_file_and_global_line(scheduler, tmp_path):
             DATA / "trec_eval" / "qrels.test",
             tmp_path / "bad.run",
             "AP",
-            engine="dask",
-            dask=DaskOptions(scheduler=scheduler),
+            engine=DaskOptions(scheduler=scheduler),
             block_size=2048,
         )
     assert info.value.line == 501
@@ -377,8 +371,7 @@ def test_duplicates_are_found_across_blocks(scheduler, tmp_path):
             DATA / "trec_eval" / "qrels.test",
             tmp_path / "dup.run",
             "AP",
-            engine="dask",
-            dask=DaskOptions(scheduler=scheduler),
+            engine=DaskOptions(scheduler=scheduler),
             block_size=2048,
         )
     assert info.value.line == len(lines) + 1

@@ -119,7 +119,7 @@ def test_frozen_worker_is_detected_and_its_tasks_run_elsewhere(workers, monkeypa
     local = rankeval.evaluate(QRELS, RUN, ["AP", "nDCG@10", "P@5"])
     start = time.monotonic()
     dist = rankeval.evaluate(
-        QRELS, RUN, ["AP", "nDCG@10", "P@5"], engine="dask", dask=DaskOptions(worker_ttl=1), block_size=8192
+        QRELS, RUN, ["AP", "nDCG@10", "P@5"], engine=DaskOptions(worker_ttl=1), block_size=8192
     )
     elapsed = time.monotonic() - start
     assert frozen and elapsed < BOUND
@@ -132,12 +132,7 @@ def test_frozen_worker_without_retries_is_a_clean_error_in_bounded_time(workers,
     start = time.monotonic()
     with pytest.raises(EngineError, match=r"a task lost its worker 1 time\(s\)"):
         rankeval.evaluate(
-            QRELS,
-            RUN,
-            "AP",
-            engine="dask",
-            dask=DaskOptions(worker_ttl=1, allowed_failures=0),
-            block_size=8192,
+            QRELS, RUN, "AP", engine=DaskOptions(worker_ttl=1, allowed_failures=0), block_size=8192
         )
     assert frozen and time.monotonic() - start < BOUND
     _quiet(capfd.readouterr().err)
@@ -165,7 +160,7 @@ def test_workers_paused_for_good_is_a_clean_error_in_bounded_time(workers, monke
     with pytest.raises(
         EngineError, match=r"no worker could run for 2 s \(all paused at their memory limit\)"
     ):
-        rankeval.evaluate(QRELS, RUN, "AP", engine="dask", dask=DaskOptions(stall_timeout=2))
+        rankeval.evaluate(QRELS, RUN, "AP", engine=DaskOptions(stall_timeout=2))
     assert time.monotonic() - start < BOUND
     _quiet(capfd.readouterr().err)
 
@@ -177,11 +172,7 @@ def test_scheduler_without_workers_is_a_clean_error_in_bounded_time(capfd):
         start = time.monotonic()
         with pytest.raises(EngineError, match="none is connected to the scheduler"):
             rankeval.evaluate(
-                QRELS,
-                RUN,
-                "AP",
-                engine="dask",
-                dask=DaskOptions(scheduler=cluster.scheduler_address, stall_timeout=2),
+                QRELS, RUN, "AP", engine=DaskOptions(scheduler=cluster.scheduler_address, stall_timeout=2)
             )
         assert time.monotonic() - start < 2 + 10
     assert "Traceback" not in capfd.readouterr().err
@@ -206,7 +197,7 @@ def test_keyboard_interrupt_mid_run_closes_the_cluster_quietly(workers, monkeypa
 
     monkeypatch.setattr(dc, "compute", compute)
     with pytest.raises(KeyboardInterrupt):
-        rankeval.evaluate(QRELS, RUN, "AP", engine="dask", dask=DaskOptions(), block_size=8192)
+        rankeval.evaluate(QRELS, RUN, "AP", engine=DaskOptions(), block_size=8192)
     assert interrupted and workers
     assert not _wait_gone(workers)
     _quiet(capfd.readouterr().err)
@@ -234,7 +225,7 @@ def started(c):
 if __name__ == "__main__":
     dc._started, dc.compute = started, compute
     try:
-        rankeval.evaluate(sys.argv[1], sys.argv[2], "AP", engine="dask", dask=DaskOptions())
+        rankeval.evaluate(sys.argv[1], sys.argv[2], "AP", engine=DaskOptions())
     except KeyboardInterrupt:  # what the CLI does
         print("rankeval: interrupted", file=sys.stderr)
         sys.exit(130)
@@ -317,7 +308,7 @@ def test_failing_plugin_measure_is_one_clean_error(workers, capfd, where, reason
     names = ("distributed", "distributed.client", "asyncio", "tornado")
     levels = [logging.getLogger(n).level for n in names]
     with pytest.raises(MeasureError) as info:
-        rankeval.evaluate(QRELS, RUN, [Broken(where)], engine="dask", dask=DaskOptions())
+        rankeval.evaluate(QRELS, RUN, [Broken(where)], engine=DaskOptions())
     assert [logging.getLogger(n).level for n in names] == levels  # silenced for the run only
     message = str(info.value)
     assert "(plugin test_distributed_faults) failed: " in message and message.endswith(reason)
@@ -352,7 +343,7 @@ def test_good_memory_limits(limit):
 )
 def test_bad_options_are_usage_errors(options):
     with pytest.raises(UsageError):
-        rankeval.evaluate(QRELS, RUN, "AP", engine="dask", dask=options)
+        rankeval.evaluate(QRELS, RUN, "AP", engine=options)
 
 
 @pytest.mark.parametrize(
@@ -378,9 +369,7 @@ def test_cli_bad_dask_options_exit_2(args, words):
 def test_bad_or_unreachable_scheduler_is_an_engine_error_within_the_timeout(address, capfd):
     start = time.monotonic()
     with pytest.raises(EngineError, match="scheduler"):
-        rankeval.evaluate(
-            QRELS, RUN, "AP", engine="dask", dask=DaskOptions(scheduler=address, connect_timeout=2)
-        )
+        rankeval.evaluate(QRELS, RUN, "AP", engine=DaskOptions(scheduler=address, connect_timeout=2))
     assert time.monotonic() - start < 2 + 5
     _quiet(capfd.readouterr().err)
 
@@ -397,7 +386,7 @@ def test_worker_config_and_preload_hook():
 # ------------------------------------------------------------------------------ run paths
 def _dask(run: Any) -> Any:
     # every error below is found on the client before a cluster starts
-    return rankeval.evaluate(QRELS, run, "AP", engine="dask", dask=DaskOptions(scheduler="tcp://127.0.0.1:1"))
+    return rankeval.evaluate(QRELS, run, "AP", engine=DaskOptions(scheduler="tcp://127.0.0.1:1"))
 
 
 def test_glob_matching_nothing_names_the_pattern(tmp_path):

@@ -123,7 +123,7 @@ def test_bad_docinfo_lines(tmp_path, name, text, line, column, message, shown):
     q = write(tmp_path / "t.qrels", "q1 0 d1 1\n")
     r = write(tmp_path / "t.run", run_lines("q1", ["d1"]))
     with pytest.raises(InputError):
-        rankeval.evaluate(q, r, "nDCG@10", docinfo=path)
+        rankeval.evaluate(q, r, "nDCG@10", options=rankeval.EvalOptions(docinfo=path))
     result = CliRunner().invoke(app, [str(q), str(r), "-m", "nDCG@10", "--docinfo", str(path)])
     assert result.exit_code == 1
     assert result.stderr.startswith(f"rankeval: error: {path}:{line}:{column}: {message}\n    {shown}\n")
@@ -177,7 +177,7 @@ def test_qrels_win_for_every_line_of_a_judgment(tmp_path):
     assert qrels.attribute_origin("cost", 3) == (str(q), 4)
     # so CS-DCG sees d1 as not sensitive in q1 and as grade 2 in q2
     r = write(tmp_path / "t.run", run_lines("q1", ["d1"]) + run_lines("q2", ["d1"]))
-    got = evaluate(q, r, "CS-DCG@1", docinfo=docs)
+    got = evaluate(q, r, "CS-DCG@1", options=rankeval.EvalOptions(docinfo=docs))
     assert got[("CS-DCG@1", "q1")] == pytest.approx(1.0)  # 2^1 - 1, no cost
     assert got[("CS-DCG@1", "q2")] == pytest.approx(1.0 - 24.0)  # C = 12 times grade 2
 
@@ -206,7 +206,7 @@ def test_bad_sens_from_the_side_file_names_the_side_file(tmp_path):
     docs = write(tmp_path / "docs.txt", "# sensitivity\nd2 sens=2\nd1 sens=high\n")
     r = write(tmp_path / "t.run", run_lines("q1", ["d1", "d2"]))
     with pytest.raises(InputError) as info:
-        rankeval.evaluate(q, r, "nCS-DCG@10", docinfo=docs)
+        rankeval.evaluate(q, r, "nCS-DCG@10", options=rankeval.EvalOptions(docinfo=docs))
     assert str(info.value) == (
         f"{docs}:3: expected a number in [0, 2147483647] for sens= (the sensitivity grade), found 'high'"
     )
@@ -217,7 +217,7 @@ def test_bad_cost_from_the_side_file_names_the_side_file(tmp_path):
     docs = write(tmp_path / "docs.txt", "u/p1 cost=20\nu/p2 cost=many\n")
     r = write(tmp_path / "t.run", run_lines("q1", ["u", "u/p1", "u/p2"]))
     with pytest.raises(InputError) as info:
-        rankeval.evaluate(q, r, "hTBG", docinfo=docs)
+        rankeval.evaluate(q, r, "hTBG", options=rankeval.EvalOptions(docinfo=docs))
     assert (
         str(info.value)
         == f"{docs}:2: expected a non-negative number for cost= (the reading cost), found 'many'"
@@ -262,9 +262,11 @@ def test_sens_from_a_side_file_gives_the_same_csdcg_values(tmp_path):
     r = write(tmp_path / "t.run", SENS_RUN)
     judged_only = write(tmp_path / "judged.txt", SENS_DOCS.replace("h sens=1\n", ""))
     want = evaluate(with_attrs, r, CSDCG)
-    assert evaluate(bare, r, CSDCG, docinfo=judged_only) == pytest.approx(want, nan_ok=True)
+    assert evaluate(bare, r, CSDCG, options=rankeval.EvalOptions(docinfo=judged_only)) == pytest.approx(
+        want, nan_ok=True
+    )
     # h, unjudged in q3 and ranked 4th, costs its grade from the side file in the top 5 only
-    got = evaluate(bare, r, CSDCG, docinfo=docs)
+    got = evaluate(bare, r, CSDCG, options=rankeval.EvalOptions(docinfo=docs))
     assert got[("CS-DCG@5", "q3")] == pytest.approx(want[("CS-DCG@5", "q3")] - 12)
     assert got[("CS-DCG@3", "q3")] == pytest.approx(want[("CS-DCG@3", "q3")])
     # the side file changed something: without it, nothing is sensitive
@@ -325,7 +327,7 @@ def test_cost_from_a_side_file_gives_the_same_tbg_values(tmp_path):
     want = evaluate(with_attrs, r, TBG)
     # docs/tbg.md's worked example (q1 there has no second assessor on carol/p2, who has R = 1)
     assert want[("hTBG@1m", "q1")] == pytest.approx(0.4928 * (1 + 2 ** (-21.91 / 60)), abs=1e-4)
-    assert evaluate(bare, r, TBG, docinfo=docs) == want
+    assert evaluate(bare, r, TBG, options=rankeval.EvalOptions(docinfo=docs)) == want
     # without the side file the costs are missing: an error naming the post
     with pytest.raises(rankeval.RankevalError, match="no cost= attribute"):
         evaluate(bare, r, TBG)
@@ -335,7 +337,7 @@ def test_cost_on_the_qrels_wins_over_the_side_file(tmp_path):
     q = write(tmp_path / "t.qrels", PEOPLE_QRELS)
     docs = write(tmp_path / "docs.txt", PEOPLE_DOCS.replace("=", "=9"))  # all costs wrong
     r = write(tmp_path / "t.run", PEOPLE_RUN)
-    assert evaluate(q, r, TBG, docinfo=docs) == evaluate(q, r, TBG)
+    assert evaluate(q, r, TBG, options=rankeval.EvalOptions(docinfo=docs)) == evaluate(q, r, TBG)
 
 
 # ------------------------------------------------------------------------------ command line
@@ -376,7 +378,7 @@ def test_unjudged_post_takes_its_cost_from_the_side_file(tmp_path):
     r = write(tmp_path / "t.run", run_lines("q", ["alice", "alice/p2", "alice/p1", "bob", "bob/p1"]))
     docs = write(tmp_path / "docs.txt", "alice/p1 cost=100\nalice/p2 cost=300\nbob/p1 cost=50\n")
     t_alice = 4.4 + 0.64 * (0.018 * 400 + 7.8)
-    got = evaluate(q, r, ["hTBG@h=60"], docinfo=docs)[("hTBG@1m", "q")]
+    got = evaluate(q, r, ["hTBG@h=60"], options=rankeval.EvalOptions(docinfo=docs))[("hTBG@1m", "q")]
     assert got == pytest.approx(0.64 * 0.77 * (1 + 2 ** (-t_alice / 60)), rel=1e-12)
     # without the side file: both unjudged and judged posts lack a cost, counted and named
     with pytest.raises(InputError, match=r"3 items have no cost= attribute \('alice/p2' \(query 'q'\)"):
@@ -388,10 +390,14 @@ def test_unjudged_document_costs_its_sensitivity(tmp_path):
     q = write(tmp_path / "t.qrels", "q1 0 d1 1\nq1 0 d2 0\n")
     r = write(tmp_path / "t.run", run_lines("q1", ["d1", "d9", "d2"]))
     docs = write(tmp_path / "docs.txt", "d9 sens=2\n")
-    assert evaluate(q, r, ["CS-DCG@3"], docinfo=docs)[("CS-DCG@3", "q1")] == pytest.approx(1 - 24)
+    assert evaluate(q, r, ["CS-DCG@3"], options=rankeval.EvalOptions(docinfo=docs))[
+        ("CS-DCG@3", "q1")
+    ] == pytest.approx(1 - 24)
     assert evaluate(q, r, ["CS-DCG@3"])[("CS-DCG@3", "q1")] == pytest.approx(1)
     # the bounds stay those of the judged documents: below the worst, clamped to 0
-    assert evaluate(q, r, ["nCS-DCG@3"], docinfo=docs)[("nCS-DCG@3", "q1")] == 0.0
+    assert (
+        evaluate(q, r, ["nCS-DCG@3"], options=rankeval.EvalOptions(docinfo=docs))[("nCS-DCG@3", "q1")] == 0.0
+    )
 
 
 def test_several_side_files_in_order_for_unjudged_items(tmp_path):
@@ -403,7 +409,7 @@ def test_several_side_files_in_order_for_unjudged_items(tmp_path):
     # TBG@h: T(d1) = 2 * 4.4 + 0.39 * (0.018 * (20 + 30) + 2 * 7.8); d1's own 5 words unread
     t = 2 * 4.4 + 0.39 * (0.018 * 50 + 2 * 7.8)
     for docinfo in ([a, b], (str(a), str(b))):
-        got = evaluate(q, r, ["TBG@h=60"], docinfo=docinfo)
+        got = evaluate(q, r, ["TBG@h=60"], options=rankeval.EvalOptions(docinfo=docinfo))
         assert got[("TBG@1m", "q1")] == pytest.approx(0.64 * 0.77 * 2 ** (-t / 60), rel=1e-12)
     qrels = rankeval.Qrels.read(q).with_docinfo([a, b])
     assert [name for name, _ in qrels.docinfo] == [str(a), str(b)]
@@ -418,7 +424,7 @@ def test_bad_value_for_an_unjudged_item_names_the_side_file(tmp_path):
     r = write(tmp_path / "t.run", run_lines("q1", ["d2", "d1"]))
     docs = write(tmp_path / "docs.txt", "d2 cost=long\n")
     with pytest.raises(InputError, match=r"docs.txt:1: expected a non-negative number for cost="):
-        evaluate(q, r, ["TBG"], docinfo=docs)
+        evaluate(q, r, ["TBG"], options=rankeval.EvalOptions(docinfo=docs))
 
 
 def test_cli_repeated_docinfo(tmp_path):

@@ -38,7 +38,7 @@ BAD_SEEDS = [-1, -(2**70), MAX_SEED + 1, 1.5, True, "5", [1, 2]]
 
 # every public function that takes a seed, called with one (all of them draw)
 SEEDED: dict[str, Callable[[Any], Any]] = {
-    "compare": lambda s: rankeval.compare(TINY_QRELS, TINY_RUNS, "AP", test="bootstrap", samples=10, seed=s),
+    "compare": lambda s: rankeval.compare(TINY_QRELS, TINY_RUNS, "AP", stats=rankeval.CompareOptions(test="bootstrap", samples=10, seed=s)),
     "random_baseline": lambda s: rankeval.random_baseline(TINY_QRELS, TINY_RUNS["x"], "AP", samples=10, seed=s),
     "stats.randomization": lambda s: stats.randomization(DIFFS, 10, s),
     "stats.randomization exact": lambda s: stats.randomization(DIFFS, 10_000, s),

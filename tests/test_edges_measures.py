@@ -106,7 +106,7 @@ def _nested(measures: list[str]):
         str(NESTED / "qrels.txt"),
         str(NESTED / "bm25.run"),
         measures,
-        docinfo=str(NESTED / "posts.docinfo"),
+        options=rankeval.EvalOptions(docinfo=str(NESTED / "posts.docinfo")),
         registry=REGISTRY,
     )
 
@@ -378,7 +378,7 @@ def _frames(qrels: list[tuple[str, str, int]], run: list[tuple[str, str, float]]
 
 def _per_query(qrels, run, measure: str, sep: str = "/") -> dict[str, float]:
     q, r = _frames(qrels, run)
-    got = rankeval.evaluate(q, r, [measure], nest_sep=sep, registry=REGISTRY)
+    got = rankeval.evaluate(q, r, [measure], options=rankeval.EvalOptions(nest_sep=sep), registry=REGISTRY)
     return dict(zip(got[~_summary(got)].query_id, got[~_summary(got)].value, strict=True))
 
 
@@ -419,7 +419,8 @@ def test_sub_query_ids_use_the_nesting_separator() -> None:
     )
     view = Alignment(Qrels.from_frame(q), Run.from_frame(r), nest_sep="::").view(2)
     assert sorted(view.query_ids) == ["q::a::b", "q::a::b"]  # display names; apart by (query, parent)
-    assert sorted(zip(view.outer_ids[view.outer], view.parent_ids, strict=True)) == [
+    nesting = view.nesting
+    assert sorted(zip(nesting.outer_ids[nesting.outer], nesting.parent_ids, strict=True)) == [
         ("q", "a::b"),
         ("q::a", "b"),
     ]

@@ -294,7 +294,7 @@ def test_plots_of_a_run_name_that_is_not_utf8(tmp_path, files, fmt) -> None:
     from rankeval.comparison.plots import curve_figure, plot_comparison, plot_panels, save_figure
 
     q, r, o = files
-    cmp = rankeval.compare(q, {ODD: r, "other": o}, "AP", baseline="other")
+    cmp = rankeval.compare(q, {ODD: r, "other": o}, "AP", stats=rankeval.CompareOptions(baseline="other"))
     written = plot_comparison(cmp, tmp_path / "plots", fmt)
     written.append(plot_panels(cmp, tmp_path / f"panels.{fmt}"))
     curve = parameter_curve(q, {ODD: r, "other": o}, "P@{1,2}")

@@ -444,8 +444,8 @@ def test_on_duplicate_first_and_max(tmp_path):
     r.write_text("1 Q0 a 1 1.0 t\n1 Q0 b 2 2.0 t\n1 Q0 a 3 3.0 t\n")
     import rankeval
 
-    first = rankeval.evaluate(q, r, "RR", on_duplicate="first")
-    best = rankeval.evaluate(q, r, "RR", on_duplicate="max")
+    first = rankeval.evaluate(q, r, "RR", options=rankeval.EvalOptions(on_duplicate="first"))
+    best = rankeval.evaluate(q, r, "RR", options=rankeval.EvalOptions(on_duplicate="max"))
     assert first[first["query_id"] == "1"]["value"].item() == 0.5  # a keeps 1.0: b, a
     assert best[best["query_id"] == "1"]["value"].item() == 1.0  # a keeps 3.0: a, b
     result = CliRunner().invoke(app, [str(q), str(r), "-m", "RR", "--on-duplicate", "max", "-q"])

@@ -1,8 +1,7 @@
 """Extension points of the core that measure families implement: the random-ranking model
-(``random_model`` hook), output formats (``register_formats``), compat modes
-(``register_compat_modes``), sub-commands (``register_commands``), measure spellings
-(``expand_measures``) and naming conventions (``measure_name``); and the rule that the core
-imports no measure family."""
+(``random_model`` hook), output formats (``register_formats``), dialects
+(``register_dialects``: ``--compat``, measure spellings and ``--names``), sub-commands
+(``register_commands``); and the rule that the core imports no measure family."""
 
 from __future__ import annotations
 
@@ -25,22 +24,20 @@ from rankeval.errors import InputError, PluginError, RankevalWarning, UsageError
 from rankeval.io.data import as_qrels, as_run
 from rankeval.measures.plugins import load_registry
 from rankeval.ranking.alignment import Alignment
-from rankeval.report.formats import FORMATS, compat_modes, format_results, output_formats
+from rankeval.report.formats import FORMATS, format_results
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# a third-party plugin: one measure, its exact random expectation, a format, a compat mode
+# a third-party plugin: one measure, its exact random expectation, a format, a dialect
 THIRD_PARTY = '''
-"""rk_ext: Hits@k with its random expectation, the `pipes` format and the `double` mode."""
+"""rk_ext: Hits@k with its random expectation, the `pipes` format and the `double` dialect."""
 
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
 
-from rankeval import Measure, hookimpl, param
-from rankeval.engine.random_ranking import RandomModel
-from rankeval.report.formats import CompatMode, OutputFormat
+from rankeval import Dialect, Measure, OutputFormat, RandomModel, hookimpl, param
 
 
 @dataclass(frozen=True)
@@ -107,22 +104,15 @@ def register_commands(register):
 
 
 @hookimpl
-def expand_measures(text):
-    return [Hits(k=1), Hits(k=2)] if text == "hits12" else None
-
-
-@hookimpl
-def measure_name(measure, names):
-    return f"hits_{measure.k}" if names == "trec" and isinstance(measure, Hits) else None
-
-
-@hookimpl
-def register_compat_modes(register):
-    double = CompatMode(
+def register_dialects(register):
+    double = Dialect(
         "double",
-        lambda m: replace(m, scale=2.0) if isinstance(m, Hits) else None,
+        apply=lambda m: replace(m, scale=2.0) if isinstance(m, Hits) else None,
+        naming="hits",
+        name_of=lambda m: f"hits_{m.k}" if isinstance(m, Hits) else None,
+        expand=lambda text: [Hits(k=1), Hits(k=2)] if text == "hits12" else None,
         format="pipes",
-        on_duplicate="first",
+        options={"on_duplicate": "first"},
         description="hits counted twice",
     )
     register(double)
@@ -165,7 +155,7 @@ def test_third_party_format_through_the_cli_and_the_api(plugin, files) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout == "r.txt|q1|Hits@2|1.00\nr.txt|q2|Hits@2|1.00\nr.txt|all|Hits@2|1.00\n"
     registry = load_registry([plugin])
-    assert output_formats(registry) == [*FORMATS, "clef", "pipes"]
+    assert registry.output_formats() == [*FORMATS, "clef", "pipes"]
     frame = rankeval.evaluate(q, r, "Hits@2", registry=registry)
     text = format_results(frame, "pipes", per_query=True, precision=3, registry=registry)
     assert text.splitlines()[-1] == "r.txt|all|Hits@2|1.000"
@@ -191,12 +181,12 @@ def test_third_party_command(plugin, monkeypatch) -> None:
 
 
 def test_third_party_expansion_and_names(plugin, files) -> None:
-    """``expand_measures`` turns one spelling into several measures; ``measure_name`` names
-    them for ``--names trec`` (the trec plugin's own names stay as they are)."""
+    """A dialect's ``expand`` turns one spelling into several measures, in every mode; its
+    ``name_of`` names them for ``--names NAMING`` (the other measures keep their specs)."""
     q, r, _ = files
-    result = invoke([q, r, "--plugin", plugin, "-m", "hits12", "-m", "P.2", "--names", "trec"])
+    result = invoke([q, r, "--plugin", plugin, "-m", "hits12", "-m", "P.2", "--names", "hits"])
     assert result.exit_code == 0, result.output
-    assert [line.split("\t")[0].strip() for line in result.stdout.splitlines()] == ["hits_1", "hits_2", "P_2"]
+    assert [line.split("\t")[0].strip() for line in result.stdout.splitlines()] == ["hits_1", "hits_2", "P@2"]
     registry = load_registry([plugin])
     assert [str(m) for m in registry.parse_many("hits12")] == ["Hits@1", "Hits@2"]
     assert [str(m) for m in registry.parse_many("hits12", {"rel": 2})] == ["Hits@1", "Hits@2"]  # no rel
@@ -204,28 +194,28 @@ def test_third_party_expansion_and_names(plugin, files) -> None:
 
 def test_third_party_compat_mode_same_in_the_cli_and_the_api(plugin, files) -> None:
     q, _, dup = files
-    # the mode's format and duplicate rule are the defaults, in the CLI ...
+    # the dialect's format, duplicate rule and names are the defaults, in the CLI ...
     result = invoke([q, dup, "--plugin", plugin, "-m", "Hits@2", "--compat", "double"])
     assert result.exit_code == 0, result.output
-    assert result.stdout == "dup.txt|all|Hits@2|2.00\n"
+    assert result.stdout == "dup.txt|all|hits_2|2.00\n"
     # ... and in the API (no on_duplicate given: the mode's "first")
     registry = load_registry([plugin])
-    frame = rankeval.evaluate(q, dup, "Hits@2", compat="double", registry=registry)
+    frame = rankeval.evaluate(q, dup, "Hits@2", options=rankeval.EvalOptions(compat="double"), registry=registry)
     assert frame.value.tolist() == [2.0, 2.0, 2.0]
-    assert frame.measure.tolist() == ["Hits@2"] * 3  # the names as given
+    assert frame.measure.tolist() == ["hits_2"] * 3  # the dialect's names
     with pytest.raises(InputError, match="duplicate document 'x'"):
         rankeval.evaluate(q, dup, "Hits@2", registry=registry)
     # an explicit rule wins over the mode's
     with pytest.raises(InputError, match="duplicate document 'x'"):
-        rankeval.evaluate(q, dup, "Hits@2", compat="double", on_duplicate="error", registry=registry)
+        rankeval.evaluate(q, dup, "Hits@2", options=rankeval.EvalOptions(compat="double", on_duplicate="error"), registry=registry)
     # a mode that concerns none of the measures, an unknown mode
     with pytest.raises(UsageError, match="none of the measures P@2 has a compat mode"):
-        rankeval.evaluate(q, dup, "P@2", compat="double", registry=registry)
-    with pytest.raises(UsageError, match="unknown compat 'triple'; expected one of none, clef, double"):
-        rankeval.evaluate(q, dup, "Hits@2", compat="triple", registry=registry)
+        rankeval.evaluate(q, dup, "P@2", options=rankeval.EvalOptions(compat="double"), registry=registry)
+    with pytest.raises(UsageError, match="unknown compat 'triple'; expected one of none, trec_eval, clef, double"):
+        rankeval.evaluate(q, dup, "Hits@2", options=rankeval.EvalOptions(compat="triple"), registry=registry)
     result = invoke([q, dup, "--plugin", plugin, "-m", "Hits@2", "--compat", "triple"])
     assert result.exit_code == 2
-    assert "unknown --compat 'triple'; expected one of none, clef, double" in result.output
+    assert "unknown --compat 'triple'; expected one of none, trec_eval, clef, double" in result.output
 
 
 def test_third_party_random_expectation(plugin, files) -> None:
@@ -259,7 +249,7 @@ def test_random_model_faults_name_the_plugin(tmp_path, monkeypatch, files) -> No
         "from rankeval import hookimpl\n\n@hookimpl\ndef random_model(measure):\n    return 42\n"
     )
     (site / "rk_badformat.py").write_text(
-        "from rankeval import hookimpl\nfrom rankeval.report.formats import OutputFormat\n\n"
+        "from rankeval import OutputFormat, hookimpl\n\n"
         "@hookimpl\ndef register_formats(register):\n"
         "    register(OutputFormat('boom', lambda rows, precision: 1 / 0))\n"
         "    register(OutputFormat('trec', lambda rows, precision: ''))\n"
@@ -273,7 +263,7 @@ def test_random_model_faults_name_the_plugin(tmp_path, monkeypatch, files) -> No
         with pytest.raises(
             PluginError, match="'trec' is registered by both rankeval and plugin 'rk_badformat'"
         ):
-            output_formats(load_registry(["rk_badformat"]))
+            load_registry(["rk_badformat"]).output_formats()
     finally:
         sys.modules.pop("rk_badmodel", None)
         sys.modules.pop("rk_badformat", None)
@@ -289,8 +279,8 @@ def test_clef_compat_same_in_the_cli_and_the_api(tmp_path) -> None:
     specs = "threshold norm_threshold recall_threshold"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RankevalWarning)
-        api = evaluate_results(q, r, specs, compat="clef")
-        first = rankeval.evaluate(q, r, specs, compat="clef", on_duplicate="first")
+        api = evaluate_results(q, r, specs, options=rankeval.EvalOptions(compat="clef"))
+        first = rankeval.evaluate(q, r, specs, options=rankeval.EvalOptions(compat="clef", on_duplicate="first"))
         with pytest.raises(InputError, match="duplicate document 'b'"):
             rankeval.evaluate(q, r, "tar_threshold tar_norm_threshold tar_recall_threshold")
     assert api.to_frame().equals(first)
@@ -298,8 +288,8 @@ def test_clef_compat_same_in_the_cli_and_the_api(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout == format_results(api, "clef", per_query=True)
     assert "t1\tthreshold\t2" in result.stdout.splitlines()
-    modes = compat_modes(load_registry(entry_points=False))
-    assert modes["clef"][0] == "rankeval_tar" and modes["clef"][1].format == "clef"
+    dialects = load_registry(entry_points=False).dialects
+    assert dialects["clef"][0] == "rankeval_tar" and dialects["clef"][1].format == "clef"
 
 
 def test_help_lists_the_formats_and_modes_of_the_plugins() -> None:
@@ -307,7 +297,8 @@ def test_help_lists_the_formats_and_modes_of_the_plugins() -> None:
     assert result.exit_code == 0
     text = " ".join(result.output.replace("│", " ").split())
     assert "trec, tsv, csv, json, jsonl, markdown, latex, clef (default trec; clef with --compat clef)" in text
-    assert "none (the default); clef = the CLEF eHealth TAR evaluator" in text
+    assert "none (the default); trec_eval = trec_eval 9.0.8: its measure names" in text
+    assert "; clef = the CLEF eHealth TAR evaluator" in text
     assert "(default error; first with --compat clef)" in text
 
 
@@ -343,7 +334,7 @@ def test_classic_samplers_equal_the_measures() -> None:
             rest = iter(others)
             ranked = [d if d is not None else next(rest) for d in ranked]
             orderings[f"{qid}#{s}"] = {d: float(n - i) for i, d in enumerate(ranked)}
-        df = rankeval.evaluate({k: qrels[qid] for k in orderings}, orderings, measures, max_docs=5)
+        df = rankeval.evaluate({k: qrels[qid] for k in orderings}, orderings, measures, options=rankeval.EvalOptions(max_docs=5))
         df = df[df.query_id.notna()]
         for measure, sampler in zip(measures, samplers, strict=True):
             theirs = df[df.measure == str(measure)].set_index("query_id")["value"]

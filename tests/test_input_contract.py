@@ -353,7 +353,7 @@ def test_bad_input(
     qrels, run, docinfo = arguments(tmp_path, which, bad)
     # the library
     with pytest.raises(RankevalError) as info:
-        rankeval.evaluate(qrels, run, ["AP"], docinfo=docinfo)
+        rankeval.evaluate(qrels, run, ["AP"], options=rankeval.EvalOptions(docinfo=docinfo))
     error = info.value
     assert isinstance(error, (InputError, ResourceError)), repr(error)
     assert error.exit_code == code
@@ -426,7 +426,7 @@ def test_unreadable_file_is_one_error_whoever_opens_it(tmp_path: Path, monkeypat
     else:
         bad.chmod(0)
     with pytest.raises(InputError) as info:
-        rankeval.evaluate(qrels, run, ["AP"], docinfo=docinfo)
+        rankeval.evaluate(qrels, run, ["AP"], options=rankeval.EvalOptions(docinfo=docinfo))
     assert info.value.source == str(bad)
     assert "permission denied" in info.value.message
     args: list[object] = [qrels, run, "-m", "AP"] + (["--docinfo", docinfo] if docinfo else [])

@@ -90,7 +90,7 @@ def test_htbg_with_ir_measures_qrels_needs_the_cost_from_elsewhere(toy, tmp_path
     docinfo.write_text(
         "".join(f"{d} cost={c}\n" for d, c in dict(zip(costs.doc_id, costs.cost, strict=True)).items())
     )
-    measure = rankeval.as_ir_measure("hTBG@h=3", docinfo=docinfo)
+    measure = rankeval.as_ir_measure("hTBG@h=3", options=rankeval.EvalOptions(docinfo=docinfo))
     got = per_query(measure, qrels, run)
     for qid, by_h in EXPECTED["hierarchical"]["evaluate"].items():
         assert got[qid] == pytest.approx(by_h["3"], rel=1e-12, abs=0)
@@ -251,7 +251,7 @@ def test_missing_queries_follow_missing_zero() -> None:
     zero = rankeval.as_ir_measure("AP")
     assert per_query(zero, qrels, run) == {"1": 1.0, "2": 0.5, "3": 0.0}
     assert ir_measures.calc_aggregate([zero], qrels, run)[zero] == pytest.approx(0.5)
-    left_out = rankeval.as_ir_measure("AP", missing_zero=False)
+    left_out = rankeval.as_ir_measure("AP", options=rankeval.EvalOptions(missing_zero=False))
     got = per_query(left_out, qrels, run)
     assert got["1"] == 1.0 and got["2"] == 0.5 and math.isnan(got["3"])  # ir_measures' default: NaN
     assert ir_measures.calc_aggregate([left_out], qrels, run)[left_out] == 0.75
@@ -286,8 +286,9 @@ def test_accepted_measures_and_names() -> None:
     ("args", "kwargs", "error", "message"),
     [
         (("AP nDCG@10",), {}, UsageError, "as_ir_measure takes one measure, not 2"),
-        (("AP",), {"options": rankeval.EvalOptions(compat="clef")}, UsageError, "applies no compat mode"),
-        (("AP",), {"max_docs": 0}, UsageError, "max_docs must be an integer"),
+        (("tar_ap",), {"options": rankeval.EvalOptions(compat="clef")}, UsageError, "applies no compat mode"),
+        (("AP",), {"options": rankeval.EvalOptions(compat="clef")}, UsageError, "none of the measures AP"),
+        (("AP",), {"options": {"max_docs": 0}}, UsageError, "options must be a rankeval.EvalOptions"),
         (("nDCG@x",), {}, SpecError, "nDCG"),
         ((3,), {}, UsageError, "measures must be a spec"),
     ],

@@ -38,7 +38,7 @@ class Named(Measure):
 
     name: ClassVar[str] = {name!r}
     aliases: ClassVar = {aliases!r}
-    trec_prefixes: ClassVar = {prefixes!r}
+    cut_prefixes: ClassVar = {prefixes!r}
 
     x: int = param(1, "the constant")
 
@@ -82,7 +82,7 @@ def test_names_of_distinct_classes_are_disjoint_case_insensitively():
     registry = load_registry(entry_points=False)
     classes: dict[str, set[str]] = defaultdict(set)
     for entry in registry:
-        for name in (entry.cls.name, *entry.cls.aliases, *entry.cls.trec_prefixes):
+        for name in (entry.cls.name, *entry.cls.aliases, *entry.cls.cut_prefixes):
             classes[name.casefold()].add(entry.cls.name)
     assert {name: owners for name, owners in classes.items() if len(owners) > 1} == {}
     assert len({e.cls.name.casefold() for e in registry}) == len(registry.measures)

@@ -109,10 +109,10 @@ def ncs_dcg_level2(run_path: Path, k: int = 10) -> tuple[dict[str, float], dict[
     return plain, normalised
 
 
-def rankeval_values(run: Path, spec: str, **kw) -> dict[str, float]:
+def rankeval_values(run: Path, spec: str) -> dict[str, float]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RankevalWarning)
-        frame = rankeval.evaluate(QRELS, run, [spec], docinfo=DOCINFO, **kw)
+        frame = rankeval.evaluate(QRELS, run, [spec], options=rankeval.EvalOptions(docinfo=DOCINFO))
     return {
         q if isinstance(q, str) else None: v for q, v in zip(frame["query_id"], frame["value"], strict=True)
     }
@@ -155,7 +155,7 @@ def test_level_warning_only_when_the_attribute_is_elsewhere():
     def warned(spec: str) -> list[str]:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            rankeval.evaluate(QRELS, RUNS["bm25"], [spec], docinfo=DOCINFO)
+            rankeval.evaluate(QRELS, RUNS["bm25"], [spec], options=rankeval.EvalOptions(docinfo=DOCINFO))
         return [str(w.message) for w in caught if "is given only on items of level" in str(w.message)]
 
     (message,) = warned("nCS-DCG@10")  # ranks people; sens= is on posts only
@@ -185,7 +185,7 @@ def test_missing_cost_names_the_count_and_how_to_supply_it(tmp_path):
     _, _, _, posts = read_example(RUNS["bm25"])
     lacking = [d for ranking in posts.values() for d in ranking if d not in have]
     with pytest.raises(rankeval.InputError) as err:
-        rankeval.evaluate(QRELS, RUNS["bm25"], ["hTBG"], docinfo=side)
+        rankeval.evaluate(QRELS, RUNS["bm25"], ["hTBG"], options=rankeval.EvalOptions(docinfo=side))
     message = str(err.value)
     assert f"{len(lacking)} items have no cost= attribute" in message, message
     assert "--docinfo" in message and "default_cost=" in message

@@ -71,13 +71,13 @@ def test_level2_children_within_each_parent(files):
 
 
 def test_level2_without_missing_zero_skips_unretrieved_parents(files):
-    v = values(rankeval.evaluate(*files, "AP(level=2)", missing_zero=False))
+    v = values(rankeval.evaluate(*files, "AP(level=2)", options=rankeval.EvalOptions(missing_zero=False)))
     assert v[("AP(level=2)", "1")] == pytest.approx(0.75)
     assert ("AP(level=2)", "2") not in v
 
 
 def test_nesting_disabled_makes_everything_flat(files):
-    v = values(rankeval.evaluate(*files, "AP", nest_sep=None))
+    v = values(rankeval.evaluate(*files, "AP", options=rankeval.EvalOptions(nest_sep=None)))
     # one flat ranking: bob, alice, a/b, alice/p2, alice/p1, bob/p1; relevant: alice (2),
     # a/b (3), alice/p1 (5), bob/p1 (6): AP = (1/2 + 2/3 + 3/5 + 4/6) / 4
     assert v[("AP", "1")] == pytest.approx((1 / 2 + 2 / 3 + 3 / 5 + 4 / 6) / 4)
@@ -88,7 +88,7 @@ def test_other_separator(tmp_path):
     r = tmp_path / "r"
     q.write_text(QRELS.replace("/", "::"))
     r.write_text(RUN.replace("/", "::"))
-    v = values(rankeval.evaluate(q, r, "AP(level=2)", nest_sep="::"))
+    v = values(rankeval.evaluate(q, r, "AP(level=2)", options=rankeval.EvalOptions(nest_sep="::")))
     assert v[("AP(level=2)", "1")] == pytest.approx(0.75)
 
 

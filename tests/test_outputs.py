@@ -312,7 +312,7 @@ def test_unexpected_exception_is_one_line(files, monkeypatch) -> None:
     def bug(*args, **kwargs):
         raise KeyError("a bug")
 
-    monkeypatch.setattr(rankeval.engine.evaluation, "evaluate_results", bug)
+    monkeypatch.setattr(rankeval.engine.evaluation, "evaluate_prepared", bug)  # what the CLI's Evaluator calls
     result = invoke([q, r, "-m", "AP"])
     assert result.exit_code == 1
     assert "Traceback" not in result.output
@@ -418,11 +418,31 @@ API_MISUSE = [
     ("measures not iterable", lambda q, r: rankeval.evaluate(q, r, 123), "measures must be"),
     ("measures None", lambda q, r: rankeval.evaluate(q, r, None), "measures must be"),
     ("no runs", lambda q, r: rankeval.evaluate(q, [], ["AP"]), "no runs given"),
-    ("max_docs str", lambda q, r: rankeval.evaluate(q, r, ["AP"], max_docs="5"), "max_docs"),
-    ("max_docs float", lambda q, r: rankeval.evaluate(q, r, ["AP"], max_docs=2.5), "max_docs"),
-    ("max_docs huge", lambda q, r: rankeval.evaluate(q, r, ["AP"], max_docs=2**40), "max_docs"),
-    ("nest_sep empty", lambda q, r: rankeval.evaluate(q, r, ["AP"], nest_sep=""), "nest_sep"),
-    ("nest_sep space", lambda q, r: rankeval.evaluate(q, r, ["AP"], nest_sep=" "), "nest_sep"),
+    (
+        "max_docs str",
+        lambda q, r: rankeval.evaluate(q, r, ["AP"], options=rankeval.EvalOptions(max_docs="5")),
+        "max_docs",
+    ),
+    (
+        "max_docs float",
+        lambda q, r: rankeval.evaluate(q, r, ["AP"], options=rankeval.EvalOptions(max_docs=2.5)),
+        "max_docs",
+    ),
+    (
+        "max_docs huge",
+        lambda q, r: rankeval.evaluate(q, r, ["AP"], options=rankeval.EvalOptions(max_docs=2**40)),
+        "max_docs",
+    ),
+    (
+        "nest_sep empty",
+        lambda q, r: rankeval.evaluate(q, r, ["AP"], options=rankeval.EvalOptions(nest_sep="")),
+        "nest_sep",
+    ),
+    (
+        "nest_sep space",
+        lambda q, r: rankeval.evaluate(q, r, ["AP"], options=rankeval.EvalOptions(nest_sep=" ")),
+        "nest_sep",
+    ),
     ("spec not a string", lambda q, r: rankeval.parse_measure(5), "a measure spec is a string"),
     (
         "random baseline samples",

@@ -41,7 +41,12 @@ RESIZE = "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}
 @pytest.fixture(scope="module")
 def six() -> rankeval.Comparison:
     """The six DL-HARD runs of the docs' worked example (t-test: the table's width is the same)."""
-    return rankeval.compare(QRELS, [DL / f"{n}.run.gz" for n in SIX], MEASURES, random_baseline=True)
+    return rankeval.compare(
+        QRELS,
+        [DL / f"{n}.run.gz" for n in SIX],
+        MEASURES,
+        stats=rankeval.CompareOptions(random_baseline=True),
+    )
 
 
 @pytest.fixture(scope="module")

@@ -566,7 +566,12 @@ def test_numq_is_a_count(files) -> None:
     assert got[("NumQ", None)] == 3.0  # with -c semantics the query the run lacks counts
     assert got[("NumQ", "1")] == got[("NumQ", "3")] == 1.0
     assert frame.attrs["integer_measures"] == ["NumQ"]
-    assert values(rankeval.evaluate(q, r, "NumQ", missing_zero=False))[("NumQ", None)] == 2.0
+    assert (
+        values(rankeval.evaluate(q, r, "NumQ", options=rankeval.EvalOptions(missing_zero=False)))[
+            ("NumQ", None)
+        ]
+        == 2.0
+    )
     # ir_measures itself: 3 for a run that retrieves all 3 queries
     import ir_measures
 

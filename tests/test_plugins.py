@@ -1,5 +1,5 @@
 """Plugin loading: -p modules, entry points, broken plugins, name conflicts, blocking, and
-each hook of rankeval/hookspecs.py (docs: plugins.md)."""
+each hook of rankeval/extension.py (docs: plugins.md)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 import rankeval
+from rankeval import extension
 from rankeval.cli.app import app
 from rankeval.errors import PluginError, SpecError
-from rankeval.measures import hookspecs
 from rankeval.measures.plugins import load_registry
 
 QRELS = "1 0 a 1\n1 0 b 0\n1 0 c 2\n2 0 x 1\n2 0 y 1\n3 0 z 1\n"
@@ -420,17 +420,14 @@ def test_block_builtin_trec_plugin() -> None:
 
 # --------------------------------------------------------------------- hooks
 def test_hookspecs_are_the_ones_tested() -> None:
-    names = sorted(n for n in dir(hookspecs) if hasattr(getattr(hookspecs, n), "rankeval_spec"))
+    names = sorted(n for n in dir(extension) if hasattr(getattr(extension, n), "rankeval_spec"))
     # every hook has its own tests: register_measures (test_register_measures_hook_*),
-    # resolve_measure (test_resolve_measure_hook_*) here; random_model, register_compat_modes,
-    # register_formats, register_commands, expand_measures and measure_name in
-    # tests/test_extension_points.py
+    # resolve_measure (test_resolve_measure_hook_*) here; random_model, register_formats and
+    # register_commands in tests/test_extension_points.py; register_dialects in tests/test_host.py
     assert names == [
-        "expand_measures",
-        "measure_name",
         "random_model",
         "register_commands",
-        "register_compat_modes",
+        "register_dialects",
         "register_formats",
         "register_measures",
         "resolve_measure",

@@ -50,7 +50,10 @@ def test_matches_pytrec_eval(data, level):
         return
     ours = _values(
         rankeval.evaluate(
-            Qrels.from_dict(qrels), Run.from_dict(run), list(specs.values()), missing_zero=False
+            Qrels.from_dict(qrels),
+            Run.from_dict(run),
+            list(specs.values()),
+            options=rankeval.EvalOptions(missing_zero=False),
         )
     )
     for qid, values in ref.items():
@@ -104,7 +107,9 @@ def test_missing_queries_count_as_zero_by_default():
     qrels = {"1": {"a": 1}, "2": {"b": 1}}
     run = {"1": {"a": 1.0}}
     with_zero = rankeval.evaluate(qrels, Run.from_dict(run), "AP NumRel")
-    without = rankeval.evaluate(qrels, Run.from_dict(run), "AP NumRel", missing_zero=False)
+    without = rankeval.evaluate(
+        qrels, Run.from_dict(run), "AP NumRel", options=rankeval.EvalOptions(missing_zero=False)
+    )
     v = _values(with_zero)
     assert v[("AP", None)] == 0.5 and v[("AP", "2")] == 0.0
     assert v[("NumRel", None)] == 2  # the unretrieved query keeps its count (trec_eval -c)

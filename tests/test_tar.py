@@ -4,6 +4,7 @@ line-by-line screening oracle on random runs, the run format and its errors."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import math
 import re
@@ -21,8 +22,7 @@ from typer.testing import CliRunner
 import rankeval
 from rankeval.cli.app import app
 from rankeval.errors import InputError, RankevalWarning, UsageError
-from rankeval.measures.plugins import DEFAULT_PLUGINS, load_registry, measure_names
-from rankeval.report.formats import compat_mode
+from rankeval.measures.plugins import DEFAULT_PLUGINS, load_registry
 
 CLEF = Path(__file__).parent / "data" / "clef-tar"
 QRELS = {kind: CLEF / f"full.test.dta.{kind}.2019.qrels.gz" for kind in ("abs", "content")}
@@ -325,12 +325,13 @@ def hand(tmp_path: Path) -> tuple[Path, Path]:
     return q, r
 
 
-def evaluate(q, r, specs, **kw) -> dict[tuple[str, str], float]:
+def evaluate(q, r, specs, options=None) -> dict[tuple[str, str], float]:
     """``{(measure, topic): value}``, each measure under the evaluator's name (rankeval's
     without its ``tar_``; with ``compat="clef"`` the results carry the evaluator's names)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RankevalWarning)
-        frame = rankeval.evaluate(q, r, specs, on_duplicate="first", **kw)
+        options = dataclasses.replace(options or rankeval.EvalOptions(), on_duplicate="first")
+        frame = rankeval.evaluate(q, r, specs, options=options)
     return {
         (m.removeprefix("tar_"), t): v
         for m, t, v in zip(
@@ -344,7 +345,7 @@ def evaluate(q, r, specs, **kw) -> dict[tuple[str, str], float]:
 
 @pytest.mark.parametrize("clef", [False, True])
 def test_hand_computed_topics(hand, clef):
-    got = evaluate(*hand, ALL_TAR, compat="clef" if clef else None)
+    got = evaluate(*hand, ALL_TAR, options=rankeval.EvalOptions(compat="clef" if clef else None))
     expected = hand_expected(clef)
     for topic, values in expected.items():
         for measure, value in values.items():
@@ -371,7 +372,9 @@ def test_hand_computed_aggregates(hand):
     # recall@50%: pooled, Σ found / Σ R = (2 + 0 + 1 + 1 + 1) / (3 + 1 + 2 + 2 + 2)
     assert got[("recall@50.0%", None)] == pytest.approx(5 / 10)
     # --no-missing-zero leaves t3 out
-    got = evaluate(*hand, ["tar_num_docs", "tar_recall@50%"], missing_zero=False)
+    got = evaluate(
+        *hand, ["tar_num_docs", "tar_recall@50%"], options=rankeval.EvalOptions(missing_zero=False)
+    )
     assert got[("num_docs", None)] == 8 + 3 + 4 + 4
     assert got[("recall@50.0%", None)] == pytest.approx(5 / 9)
 
@@ -379,7 +382,11 @@ def test_hand_computed_aggregates(hand):
 def test_hand_computed_compat_aggregates(hand):
     # the evaluator: mean over the topics it scored (t1, t4, t5, t6) of the values it kept —
     # norm_threshold rounded per topic first — then printed with its rounding
-    got = evaluate(*hand, ["norm_threshold", "wss_95", "recall@50%", "num_docs", "threshold"], compat="clef")
+    got = evaluate(
+        *hand,
+        ["norm_threshold", "wss_95", "recall@50%", "num_docs", "threshold"],
+        options=rankeval.EvalOptions(compat="clef"),
+    )
     mean = (round(3 / 8, 3) + 1.0 + 1.0 + 0.75) / 4  # 0.375 + 1 + 1 + .75 = 3.125 / 4
     assert got[("norm_threshold", None)] == round(mean, 3) == 0.781
     wss95 = ((8 - 5) / 8 - 0.05, (3 - 3) / 3 - 0.05, 0, (4 - 3) / 4 - 0.05)  # t1, t4, t5, t6
@@ -439,9 +446,17 @@ def test_recall_at_percent_past_the_end_of_a_short_run(tmp_path):
     q.write_text("".join(f"t 0 {d} {1 if i in (2, 10) else 0}\n" for i, d in enumerate(docs)))
     r.write_text("".join(f"t 0 {d} {i + 1} 0 x\n" for i, d in enumerate(docs[:11])))
     assert evaluate(q, r, ["tar_recall@100%"])[("recall@100.0%", "t")] == 1.0
-    assert evaluate(q, r, ["recall@100%"], compat="clef")[("recall@100.0%", "t")] == 0.5
+    assert (
+        evaluate(q, r, ["recall@100%"], options=rankeval.EvalOptions(compat="clef"))[("recall@100.0%", "t")]
+        == 0.5
+    )
     # recall@4%: k = round(10.0) = 10 (1/2); recall@5%: k = round(12.5) = 12 > 11
-    assert evaluate(q, r, ["recall@4% recall@5%"], compat="clef")[("recall@5.0%", "t")] == 0.5
+    assert (
+        evaluate(q, r, ["recall@4% recall@5%"], options=rankeval.EvalOptions(compat="clef"))[
+            ("recall@5.0%", "t")
+        ]
+        == 0.5
+    )
     assert evaluate(q, r, ["tar_recall@5%"])[("recall@5.0%", "t")] == 1.0
 
 
@@ -457,7 +472,7 @@ def test_2017_interaction_codes(tmp_path):
     assert got[("recall_threshold", "t")] == pytest.approx(1 / 2)
     # a -19, b +1, c +1; d past the threshold +20, and missed +20
     assert got[("total_cost", "t")] == -19 + 1 + 1 + 20 + 20
-    clef = evaluate(q, r, ["total_cost"], compat="clef")
+    clef = evaluate(q, r, ["total_cost"], options=rankeval.EvalOptions(compat="clef"))
     assert clef[("total_cost", "t")] == 23.0  # the same: 2017 runs have one screened prefix
 
 
@@ -533,9 +548,11 @@ def test_skipped_topics_are_reported(hand):
     with pytest.warns(
         RankevalWarning, match=r"1 topic\(s\) without relevant documents \(R = 0\) skipped: t2"
     ):
-        rankeval.evaluate(q, r, ["tar_threshold"], on_duplicate="first")
+        rankeval.evaluate(q, r, ["tar_threshold"], options=rankeval.EvalOptions(on_duplicate="first"))
     with pytest.warns(RankevalWarning, match=r"not in the run skipped \(as the CLEF evaluator\): t3"):
-        rankeval.evaluate(q, r, ["threshold"], on_duplicate="first", compat="clef")
+        rankeval.evaluate(
+            q, r, ["threshold"], options=rankeval.EvalOptions(on_duplicate="first", compat="clef")
+        )
     result = invoke([q, r, "-m", "tar_threshold", "--on-duplicate", "first"])
     assert "rankeval: warning: run hand.run: TAR measures: 1 topic(s) without relevant" in result.output
 
@@ -643,7 +660,7 @@ def test_ap_and_recall_at_k_are_other_measures_outside_compat_clef():
     assert str(registry.parse("ap")) == "AP"
     assert str(registry.parse("recall@10")) == "R@10"
     # under --compat clef, the evaluator's names, spelled as it spells them, come first
-    aliases = compat_mode("clef", registry)[1].aliases
+    aliases = registry.dialects["clef"][1].aliases
     assert str(registry.parse("ap", aliases=aliases)) == "tar_ap"
     assert str(registry.parse("AP", aliases=aliases)) == "AP"
     assert str(registry.parse("recall@10%", aliases=aliases)) == "tar_recall@10.0%"
@@ -654,8 +671,12 @@ def test_compat_clef_results_carry_the_evaluators_names(hand):
     specs = "tar_ap ap tar_recall@10% tar_reliability@0.5 tar_recall_threshold(est=ht) AP"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RankevalWarning)
-        frame = rankeval.evaluate(*hand, specs, compat="clef", on_duplicate="first")
-        plain = rankeval.evaluate(*hand, specs.replace(" ap ", " "), on_duplicate="first")
+        frame = rankeval.evaluate(
+            *hand, specs, options=rankeval.EvalOptions(compat="clef", on_duplicate="first")
+        )
+        plain = rankeval.evaluate(
+            *hand, specs.replace(" ap ", " "), options=rankeval.EvalOptions(on_duplicate="first")
+        )
     # a measure the evaluator lacks, or with a parameter it lacks, keeps rankeval's name
     assert list(dict.fromkeys(frame.measure)) == [
         "ap",
@@ -676,7 +697,7 @@ def test_compat_clef_results_carry_the_evaluators_names(hand):
 def test_names_clef_prints_the_evaluators_names_of_unrounded_values(hand):
     registry = load_registry(entry_points=False)
     measures = registry.parse_many("tar_wss_95 tar_recall@50% tar_wss_95(compat=clef) nDCG")
-    assert measure_names(measures, "clef", registry) == {
+    assert registry.measure_names(measures, "clef") == {
         "tar_wss_95": "wss_95",
         "tar_recall@50.0%": "recall@50.0%",
         "tar_wss_95(compat=clef)": "wss_95",
@@ -707,9 +728,9 @@ def test_compat_option_errors(hand):
     result = invoke([q, r, "-m", "AP", "--compat", "clef"])
     assert result.exit_code == 2
     assert "none of the measures AP has a compat mode" in result.output
-    result = invoke([q, r, "-m", "tar_threshold", "--compat", "trec_eval"])
+    result = invoke([q, r, "-m", "tar_threshold", "--compat", "trec"])
     assert result.exit_code == 2
-    assert "unknown --compat 'trec_eval'" in result.output
+    assert "unknown --compat 'trec'; expected one of none, trec_eval, clef" in result.output
     # --compat clef with another format: the values are the evaluator's, the layout trec
     result = invoke([q, r, "-m", "norm_threshold", "--compat", "clef", "-f", "trec", "-p", "3"])
     assert result.exit_code == 0, result.output
@@ -857,7 +878,7 @@ def test_vectorised_measures_equal_line_by_line_screening(tmp_path, data):
         prefix = "" if clef else "tar_"  # the evaluator's names under compat clef, else rankeval's
         specs = [prefix + m for m in SIMPLE] + [f"{prefix}recall@{p}%" for p in PERCENTS]
         expected = screen_like_the_evaluator(qrels, lines, clef)
-        got = evaluate(q, r, specs, compat="clef" if clef else None)
+        got = evaluate(q, r, specs, options=rankeval.EvalOptions(compat="clef" if clef else None))
         for topic in qrels:
             for measure in SIMPLE:
                 value = got[(measure, topic)]

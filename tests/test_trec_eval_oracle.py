@@ -235,16 +235,16 @@ def test_trec_only_names_in_the_main_command(name: str) -> None:
 def test_a_spelling_expanded_to_nothing_is_a_spec_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The core's rule for any plugin: an ``expand_measures`` hook's empty list is the user's
+    """The core's rule for any plugin: a dialect's expansion to an empty list is the user's
     spec naming no measure (exit 2), not a broken plugin."""
     (tmp_path / "rk_nothing.py").write_text(
         textwrap.dedent(
             """
-            from rankeval import hookimpl
+            from rankeval import Dialect, hookimpl
 
             @hookimpl
-            def expand_measures(text):
-                return [] if text == "nothing" else None
+            def register_dialects(register):
+                register(Dialect("nothing", expand=lambda text: [] if text == "nothing" else None))
             """
         )
     )

@@ -89,8 +89,7 @@ def _check_golden(qrels, run, golden, table, level=1, missing_zero=False, max_do
         TE / qrels,
         TE / run,
         list(dict.fromkeys(specs.values())),
-        missing_zero=missing_zero,
-        max_docs=max_docs,
+        options=rankeval.EvalOptions(missing_zero=missing_zero, max_docs=max_docs),
         registry=REGISTRY,
     )
     printed = {spec: _printed(frame, spec) for spec in set(specs.values())}
@@ -148,7 +147,7 @@ def test_dl_hard_golden(run):
         DLH / "dl_hard-passage.qrels",
         DLH / run,
         list(dict.fromkeys(specs.values())),
-        max_docs=1000,
+        options=rankeval.EvalOptions(max_docs=1000),
         registry=REGISTRY,
     )
     printed = {spec: _printed(frame, spec) for spec in set(specs.values())}
@@ -235,7 +234,7 @@ def test_matches_pytrec_eval(data, level):
         Qrels.from_dict(qrels),
         Run.from_dict(run),
         list(dict.fromkeys(specs.values())),
-        missing_zero=False,
+        options=rankeval.EvalOptions(missing_zero=False),
         registry=REGISTRY,
     )
     ours = {
@@ -284,8 +283,8 @@ def test_pytrec_eval_on_graded_trec_eval_data():
 
 
 # ------------------------------------------------------------------ hand-checked cases
-def _values(qrels, run, specs, **kwargs) -> dict[tuple[str, str], float]:
-    frame = rankeval.evaluate(qrels, run, specs, registry=REGISTRY, **kwargs)
+def _values(qrels, run, specs, **options) -> dict[tuple[str, str], float]:
+    frame = rankeval.evaluate(qrels, run, specs, options=rankeval.EvalOptions(**options), registry=REGISTRY)
     """``{(measure, query id): value}``, the aggregate under query id ``None``."""
     return {
         (m, q if isinstance(q, str) else None): v

@@ -58,7 +58,12 @@ def _check_golden(qrels: Path, run: Path, golden: Path, level: int, missing_zero
     expected = read_trec_eval_output(golden, COMPARED)
     tied = float32_tied_queries(run)
     specs = {m: str(rankeval.parse_measure(TREC_TO_SPEC[m].format(l=level))) for m in COMPARED}
-    frame = rankeval.evaluate(qrels, run, list(specs.values()), missing_zero=missing_zero, max_docs=max_docs)
+    frame = rankeval.evaluate(
+        qrels,
+        run,
+        list(specs.values()),
+        options=rankeval.EvalOptions(missing_zero=missing_zero, max_docs=max_docs),
+    )
     checked = 0
     for trec_name, spec in specs.items():
         ours = _printed(frame, spec)
@@ -123,7 +128,9 @@ def _check_pytrec(qrels: Path, run: Path, level: int) -> int:
     evaluator = pytrec_eval.RelevanceEvaluator(q, set(PYTREC), relevance_level=level)
     ref = evaluator.evaluate(r)
     specs = {m: str(rankeval.parse_measure(s.format(l=level))) for m, s in PYTREC.items()}
-    frame = rankeval.evaluate(qrels, run, list(specs.values()), missing_zero=False)
+    frame = rankeval.evaluate(
+        qrels, run, list(specs.values()), options=rankeval.EvalOptions(missing_zero=False)
+    )
     checked = 0
     for trec_name, spec in specs.items():
         sub = frame[(frame["measure"] == spec) & frame["query_id"].notna()]

@@ -314,17 +314,15 @@ def _greedy(
 
 # ------------------------------------------------------------------------------ inputs
 def _grades(data: RankedLists) -> np.ndarray:
-    """Sensitivity grade of every item (see ``Alignment.num_items``): the maximum of its
-    qrels lines' ``sens=`` (0 where none is given); cached on the alignment."""
+    """Sensitivity grade of every item (see ``RankedLists.items``): the maximum of its
+    qrels lines' ``sens=`` (0 where none is given); shared by every nesting level."""
 
     def make() -> np.ndarray:
-        alignment = data.alignment
-        assert alignment is not None
         # grades are small integers in practice; the bound keeps cost x grade finite
         values = data.qrels.number_attribute("sens", "the sensitivity grade", domain=MAX_GRADE_DOMAIN)
         has = ~np.isnan(values)
-        grade = np.zeros(alignment.num_items)
-        np.maximum.at(grade, alignment.qrels_item[has], values[has])
+        grade = np.zeros(data.items.count)
+        np.maximum.at(grade, data.items.lines[has], values[has])
         return grade
 
     return data.memo("csdcg-grades", make, shared=True)
@@ -366,18 +364,16 @@ class _CostSensitive(Measure):
         without one)."""
 
         def make() -> np.ndarray:
-            rows = data.judged_rows()
-            rank = data.rank_of(rows)
+            judged, relevance = data.judged_rows()
+            rank = data.rank_of(judged)
             top = rank < self.cutoff
-            rows, rank = rows[top], rank[top]
-            sens = _sens_of(data, data.row_items()[rows])
-            value = (
-                gain_of(data.judged_row_relevance[top], self.gain) / np.log2(rank + 2.0) - self.cost * sens
-            )
+            rows, rank = judged[top], rank[top]
+            sens = _sens_of(data, data.items.rows[rows])
+            value = gain_of(relevance[top], self.gain) / np.log2(rank + 2.0) - self.cost * sens
             out = data.query_sum(rows, value)
             if data.qrels.docinfo:  # unjudged rows of the top k with a side file's sens=
                 shown = np.flatnonzero(data.rank < self.cutoff)
-                unjudged = shown[~np.isin(shown, data.judged_rows())]
+                unjudged = shown[~np.isin(shown, judged)]
                 side = data.docinfo_number("sens", unjudged, "the sensitivity grade", domain=MAX_GRADE_DOMAIN)
                 given = ~np.isnan(side)
                 out -= data.query_sum(unjudged[given], self.cost * side[given])
@@ -389,10 +385,9 @@ class _CostSensitive(Measure):
         """``(best, worst)`` CS-DCG@k over all rankings of each query's judged documents."""
 
         def make() -> tuple[np.ndarray, np.ndarray]:
-            jq = data.judged_query()
-            assert data.judged_items is not None
-            sens = _sens_of(data, data.judged_items)
-            gain = gain_of(data.judged_relevance, self.gain)
+            jq = data.judged.query
+            sens = _sens_of(data, data.items.judged)
+            gain = gain_of(data.judged.relevance, self.gain)
             solve = exact_bounds if method == "exact" else greedy_bounds
             # no query fills more slots than it has judged documents: a larger k gives the
             # same bounds, and would only size the arrays and loops (k may be 2**31 - 1)

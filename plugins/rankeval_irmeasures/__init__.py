@@ -95,8 +95,8 @@ class IrMeasure(Measure):
 
         measure = ir_measures.parse_measure(self.spec)
         provider = _provider_name(measure)
-        jq = data.judged_query()
-        relevance = data.judged_relevance.astype(np.int64)
+        jq = data.judged.query
+        relevance = data.judged.relevance.astype(np.int64)
         if provider == "gdeval" and len(relevance) and relevance.max() > GDEVAL_MAX_GRADE:
             raise self._failed(
                 provider,
@@ -107,7 +107,7 @@ class IrMeasure(Measure):
         qrels = pd.DataFrame(
             {
                 "query_id": (jq + 1).astype(str),
-                "doc_id": np.asarray(data.judged_doc_ids.to_pylist(), dtype=object),
+                "doc_id": np.asarray(data.judged.doc_ids.to_pylist(), dtype=object),
                 "relevance": relevance,
             }
         )

@@ -78,7 +78,7 @@ from .measures import (
 from .view import Screening, screening
 
 if TYPE_CHECKING:
-    from rankeval import CompatMode, OutputFormat
+    from rankeval import Dialect, OutputFormat
 
 __all__ = [
     "CLEF_NAMES",
@@ -107,7 +107,7 @@ __all__ = [
     "hansen_hurwitz",
     "horvitz_thompson",
     "measure_name",
-    "register_compat_modes",
+    "register_dialects",
     "register_formats",
     "register_measures",
     "render_clef",
@@ -147,13 +147,10 @@ def resolve_measure(spec: str) -> Measure | None:
     )
 
 
-@hookimpl
-def measure_name(measure: Measure, names: str) -> str | None:
+def measure_name(measure: Measure) -> str | None:
     """The evaluator's name of a TAR measure (``ap`` for ``tar_ap``) in the ``clef``
-    convention (``--names clef``, and the output of ``--compat clef``)."""
-    if names != "clef" or not isinstance(measure, TarMeasure):
-        return None
-    return measure.clef_spelling()
+    naming (``--names clef``, and the output of ``--compat clef``)."""
+    return measure.clef_spelling() if isinstance(measure, TarMeasure) else None
 
 
 @hookimpl
@@ -165,18 +162,20 @@ def register_formats(register: Callable[[OutputFormat], None]) -> None:
 
 
 @hookimpl
-def register_compat_modes(register: Callable[[CompatMode], None]) -> None:
-    """``--compat clef``: the CLEF TAR evaluator's values, layout and duplicate rule."""
-    from rankeval import CompatMode
+def register_dialects(register: Callable[[Dialect], None]) -> None:
+    """``--compat clef``: the CLEF TAR evaluator's values, names, layout and duplicate rule;
+    ``--names clef``: its names only."""
+    from rankeval import Dialect
 
     register(
-        CompatMode(
+        Dialect(
             "clef",
-            with_clef,
-            format="clef",
-            on_duplicate="first",
+            apply=with_clef,
+            naming="clef",
+            name_of=measure_name,
             aliases=CLEF_NAMES,
-            names="clef",
+            format="clef",
+            options={"on_duplicate": "first"},
             description="the CLEF eHealth TAR evaluator (tar_eval_2018.py): its rounding, "
             "aggregates, measure names and output layout (TAR measures)",
         )

@@ -83,7 +83,7 @@ def _make_estimates(data: RankedLists, est: str, clef: bool) -> tuple[np.ndarray
     rel = _numpy(qt.column("relevance"))
     lines = pa.table(
         {
-            "t": data.qrels_query(),
+            "t": data.judged.lines,
             "d": pc.cast(qt.column("doc_id"), pa.string()),
             "y": ((rel > 0) & (rel < 3)).astype(np.float64),
         }
@@ -107,7 +107,7 @@ def _make_estimates(data: RankedLists, est: str, clef: bool) -> tuple[np.ndarray
     # documents among the lines screened
     s = screening(data)
     scr = s.pos <= s.screened(clef)[s.q]
-    run_docs = pc.cast(_array(pc.take(data.run_doc_ids, pa.array(s.row[scr]))), pa.string())
+    run_docs = pc.cast(_array(pc.take(data.run.table.column("doc_id"), pa.array(s.row[scr]))), pa.string())
     sep = "\x1f"
     screened_keys = pc.binary_join_element_wise(pc.take(qids, pa.array(s.q[scr])), run_docs, sep)
     doc_keys = pc.binary_join_element_wise(pc.take(qids, pa.array(t)), _array(docs.column("d")), sep)

@@ -188,7 +188,7 @@ def _screening(data: RankedLists) -> Screening:
     pos = segment_position(q) + 1
     with np.errstate(invalid="ignore"):
         relevant = (label > 0) & (label < 3)
-    jrel, jq = data.judged_relevance, data.judged_query()
+    jrel, jq = data.judged.relevance, data.judged.query
     N = np.bincount(jq, weights=(jrel != -1) & (jrel < 3), minlength=nq).astype(np.int64)
     R = np.bincount(jq, weights=(jrel > 0) & (jrel < 3), minlength=nq).astype(np.int64)
     found = np.bincount(q, weights=relevant, minlength=nq).astype(np.int64)

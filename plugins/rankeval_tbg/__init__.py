@@ -43,7 +43,7 @@ _GRADE = Domain(-(2**31), 2**31 - 1)
 
 @dataclass
 class _Items:
-    """Per item (see ``Alignment.num_items``): stopping probability R, cost W (NaN if
+    """Per item (see ``RankedLists.items``): stopping probability R, cost W (NaN if
     absent), and whether W was written as an integer (``cost=120``, JSON ``120``; not
     ``120.0``): the hTBG reference multiplies integer word counts in 64-bit integers."""
 
@@ -66,11 +66,9 @@ def _items(data: RankedLists, smax: float) -> _Items:
 
 
 def _make_items(data: RankedLists, smax: float) -> _Items:
-    alignment = data.alignment
-    assert alignment is not None
     table = data.qrels.table
-    index = alignment.qrels_item
-    n = alignment.num_items
+    index = data.items.lines
+    n = data.items.count
     rel = table.column("relevance").to_numpy()
     share = np.clip(rel, 0.0, smax) / smax  # per assessor: min(r, smax) / smax
     # R = 1 - Π (1 - share) in log space, so that a tiny R > 0 stays > 0 (1 - 1e-20 == 1.0)
@@ -191,36 +189,35 @@ class _TimeBiased(Measure):
 
     def _make_child_stats(self, data: RankedLists, ideal: bool) -> dict[str, np.ndarray] | None:
         kids = self._children(data)
-        if kids is None or kids.num_queries == 0:
-            # a flat collection: None; a nested one whose items here have no (remaining)
-            # children: no individual reads children, and none can gain under the signal rule
-            nested = data.alignment is not None and data.alignment.nested
-            empty = {
+        if kids is None:  # a flat collection
+            return None
+        if kids.num_queries == 0:
+            # a nested collection whose items here have no (remaining) children: no
+            # individual reads children, and none can gain under the signal rule
+            return {
                 "expected": np.zeros(0),
                 "total": np.zeros(0),
                 "signal": np.zeros(0, dtype=bool),
                 "items": np.zeros(0, dtype=np.int64),
             }
-            return empty if nested else None
         items = _items(data, self.smax)
         nsub = kids.num_queries
         if ideal:
             # every judged child of each parent, best order: R/W descending (hTBG), or
             # fewest words first (TBG)
-            jq = kids.judged_query()
-            stop, cost = items.lookup(kids.judged_items)  # type: ignore[arg-type]
+            jq = kids.judged.query
+            stop, cost = items.lookup(kids.items.judged)
             seg = jq
         else:
             rows = np.arange(len(kids.query))
             seg = kids.query
-            stop, cost = items.lookup(kids.row_items())
+            stop, cost = items.lookup(kids.items.rows)
         cost = self._fill_cost(cost, kids, ideal)
         if ideal:
             # equal keys: the qrels order (the reference's stable sort over the truth file)
-            assert kids.alignment is not None and kids.judged_items is not None
-            position = kids.alignment.qrels_position(kids.judged_items)
+            position = kids.items.first_judgment[kids.items.judged]
             if self.ideal_rule == "reference":
-                integer = items.integer[kids.judged_items]
+                integer = items.integer[kids.items.judged]
                 order = _reference_post_order(seg, position, stop, cost, integer)
             else:
                 # a subnormal cost overflows stop / cost to inf: the right order (read it first)
@@ -257,7 +254,7 @@ class _TimeBiased(Measure):
             "expected": expected,
             "total": total,
             "signal": (segment_grid(seg, pos, stop, nsub) > 0).any(axis=1),
-            "items": kids.parent_items,
+            "items": kids.nesting.parent_items,
         }
         if truncated is not None:
             stats["expected"], stats["signal"] = truncated
@@ -283,14 +280,9 @@ class _TimeBiased(Measure):
         if self.default_cost is not None:
             return np.where(missing, self.default_cost, cost)
         where = at[np.flatnonzero(missing)]
-        if ideal:
-            jq = view.judged_query()
-            items = [
-                f"{view.judged_doc_ids[int(i)].as_py()!r} (query {view.outer_ids[view.outer[jq[i]]]!r})"
-                for i in where[:3]
-            ]
-        else:
-            items = view.describe_rows(where)
+        doc_ids, query = (view.judged.doc_ids, view.judged.query) if ideal else (view.doc_ids, view.query)
+        outer, outer_ids = view.nesting.outer, view.nesting.outer_ids
+        items = [f"{doc_ids[int(i)].as_py()!r} (query {outer_ids[outer[query[i]]]!r})" for i in where[:3]]
         error = missing_attribute(self, "cost", items, len(where), "default_cost=N")
         error.source = view.qrels.source
         raise error
@@ -303,8 +295,7 @@ class _TimeBiased(Measure):
         signal = np.ones(len(own_cost), dtype=bool)
         words = own_cost
         if stats is not None:
-            assert data.alignment is not None
-            at = np.full(data.alignment.num_items, -1, dtype=np.int64)
+            at = np.full(data.items.count, -1, dtype=np.int64)
             at[stats["items"]] = np.arange(len(stats["items"]))
             idx = np.where(keys >= 0, at[keys], -1)
             has = idx >= 0
@@ -324,7 +315,7 @@ class _TimeBiased(Measure):
 
     def _make_times(self, data: RankedLists) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rows = np.arange(len(data.query))
-        keys = data.row_items()
+        keys = data.items.rows
         _, own = _items(data, self.smax).lookup(keys)
         relevant = data.relevance >= self.rel
         has_children = self._child_stats(data, False)
@@ -345,10 +336,9 @@ class _TimeBiased(Measure):
         return data.memo(("tbg-ideal", self._shared_key()), lambda: self._make_ideal_times(data))
 
     def _make_ideal_times(self, data: RankedLists) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        jq = data.judged_query()
-        keys = data.judged_items
-        assert keys is not None
-        relevant = data.judged_relevance >= self.rel
+        jq = data.judged.query
+        keys = data.items.judged
+        relevant = data.judged.relevance >= self.rel
         _, own = _items(data, self.smax).lookup(keys)
         nested = self._child_stats(data, True)
         own = np.where(np.isnan(own), 0.0 if nested is not None else np.nan, own)
@@ -362,7 +352,7 @@ class _TimeBiased(Measure):
         else:
             # the reference's best: every relevant individual gains, the higher grades first
             gaining = relevant
-            sort_by = (-data.judged_relevance, ~gaining, jq)
+            sort_by = (-data.judged.relevance, ~gaining, jq)
         time = self._time(relevant, np.where(gaining, words, 0.0))
         order = np.lexsort((time, *sort_by))
         q, t, g = jq[order], time[order], gaining[order]

@@ -25,7 +25,7 @@ from .sampled import GMAP, GMBpref, InfAP
 from .sets import NumNonrelJudgedRet, RelativeP, RprecMult, SetAP, SetF, SetRelativeP, Utility
 
 if TYPE_CHECKING:
-    from rankeval import Command
+    from rankeval import Command, Dialect
 
 __all__ = [
     "AP",
@@ -57,7 +57,11 @@ __all__ = [
     "SetRelativeP",
     "Success",
     "Utility",
+    "expand_measures",
+    "measure_name",
     "random_model",
+    "register_commands",
+    "register_dialects",
     "register_measures",
 ]
 
@@ -111,7 +115,6 @@ def register_commands(register: Callable[[Command], None]) -> None:
     register(Command("trec_eval", trec_eval_command, HELP))
 
 
-@hookimpl
 def expand_measures(text: str) -> list[Measure] | None:
     """trec_eval's spellings of one ``-m`` value: ``P.5,10``, ``ndcg_cut`` (its default
     cutoffs), ``official``, ``all_trec``, ``set`` (the measures of :mod:`rankeval_trec.trec_names`
@@ -136,9 +139,29 @@ def expand_measures(text: str) -> list[Measure] | None:
     return measures
 
 
-@hookimpl
-def measure_name(measure: Measure, names: str) -> str | None:
+def measure_name(measure: Measure) -> str | None:
     """trec_eval's name of a measure of this package (``--names trec``)."""
     from .trec_names import trec_name
 
-    return trec_name(measure) if names == "trec" else None
+    return trec_name(measure)
+
+
+@hookimpl
+def register_dialects(register: Callable[[Dialect], None]) -> None:
+    """``--compat trec_eval`` and ``--names trec``: trec_eval's names of measures (``map``,
+    ``P_10``), its spellings (``P.5,10``, ``official``) and its float32 scores."""
+    from rankeval import Dialect
+
+    from .trec_names import DIALECT_OPTIONS
+
+    register(
+        Dialect(
+            "trec_eval",
+            naming="trec",
+            name_of=measure_name,
+            expand=expand_measures,
+            format="trec",
+            options=DIALECT_OPTIONS,
+            description="trec_eval 9.0.8: its measure names and spellings, scores read as float32",
+        )
+    )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from rankeval import Domain, Measure, param
-from rankeval.segments import safe_divide, segment_cumsum
+from rankeval.segments import safe_divide, segment_cumsum, segment_position
 
 from .gains import GAINS_HELP, gained_rows, ideal, parse_gains
 
@@ -47,7 +47,7 @@ class AP(Measure):
     description: ClassVar[str] = "Average precision (MAP when averaged); trec_eval map / map_cut"
     source: ClassVar[str] = TREC_EVAL
     aliases: ClassVar = {"map": {}, "MAP": {}}
-    trec_prefixes: ClassVar = ("map_cut",)
+    cut_prefixes: ClassVar = ("map_cut",)
 
     k: int | None = param(None, _CUTOFF)
     rel: int = param(1, _REL, domain=_GRADE)
@@ -56,7 +56,8 @@ class AP(Measure):
     def compute(self, data: RankedLists) -> np.ndarray:
         rows = data.relevant_rows(self.rel)
         rank = data.rank_of(rows)
-        precision = (data.nth(rows) + 1.0) / (rank + 1.0)  # precision at each relevant row
+        # precision at each relevant row: its position among the relevant rows over its rank
+        precision = (segment_position(data.query[rows]) + 1.0) / (rank + 1.0)
         if self.k is not None:
             precision = precision * (rank < self.k)
         return safe_divide(data.query_sum(rows, precision), data.num_rel(self.rel))
@@ -74,7 +75,7 @@ class NDCG(Measure):
     description: ClassVar[str] = "Normalised DCG, gain = grade, log2 discount; trec_eval ndcg / ndcg_cut"
     source: ClassVar[str] = TREC_EVAL + "; Järvelin & Kekäläinen, TOIS 2002"
     aliases: ClassVar = {"ndcg": {}}
-    trec_prefixes: ClassVar = ("ndcg_cut",)
+    cut_prefixes: ClassVar = ("ndcg_cut",)
 
     k: int | None = param(None, _CUTOFF)
     level: int = param(1, _LEVEL)
@@ -87,18 +88,20 @@ class NDCG(Measure):
     def compute(self, data: RankedLists) -> np.ndarray:
         if self.gains is not None:
             return self._with_gains(data)
-        rows = data.relevant_rows(np.nextafter(0, 1))  # gain = grade for grades > 0
+        judged, relevance = data.judged_rows()
+        positive = relevance > 0  # gain = grade for grades > 0
+        rows = judged[positive]
         rank = data.rank_of(rows)
-        discounted = data.relevance_of(rows) / np.log2(rank + 2.0)
+        discounted = relevance[positive] / np.log2(rank + 2.0)
         if self.k is not None:
             discounted = discounted * (rank < self.k)
         dcg = data.query_sum(rows, discounted)
-        jrank = data.judged_rank()
-        jgain = np.where(data.judged_relevance > 0, data.judged_relevance, 0.0)
+        jrank = data.judged.rank
+        jgain = np.where(data.judged.relevance > 0, data.judged.relevance, 0.0)
         if self.k is not None:
             jgain = jgain * (jrank < self.k)
         ideal = np.bincount(
-            data.judged_query(), weights=jgain / np.log2(jrank + 2.0), minlength=data.num_queries
+            data.judged.query, weights=jgain / np.log2(jrank + 2.0), minlength=data.num_queries
         )
         return safe_divide(dcg, ideal)
 
@@ -121,7 +124,7 @@ class P(Measure):
     at: ClassVar[str | None] = "k"
     description: ClassVar[str] = "Precision at k; trec_eval P.k (set_P without cutoff)"
     source: ClassVar[str] = TREC_EVAL
-    trec_prefixes: ClassVar = ("P",)
+    cut_prefixes: ClassVar = ("P",)
 
     k: int | None = param(None, _CUTOFF)
     rel: int = param(1, _REL, domain=_GRADE)
@@ -144,7 +147,7 @@ class R(Measure):
     description: ClassVar[str] = "Recall at k; trec_eval recall.k (set_recall without cutoff)"
     source: ClassVar[str] = TREC_EVAL
     aliases: ClassVar = {"Recall": {}}
-    trec_prefixes: ClassVar = ("recall",)
+    cut_prefixes: ClassVar = ("recall",)
 
     k: int | None = param(None, _CUTOFF)
     rel: int = param(1, _REL, domain=_GRADE)
@@ -170,7 +173,10 @@ class RR(Measure):
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
-        first = data.first_rank(data.relevant_rows(self.rel))
+        rows = data.relevant_rows(self.rel)
+        first = np.full(data.num_queries, -1, dtype=np.int64)  # rank of each query's first one
+        q, at = np.unique(data.query[rows], return_index=True)
+        first[q] = data.rank_of(rows[at])
         if self.k is not None:
             first[first >= self.k] = -1
         return safe_divide(np.ones(len(first)), np.where(first >= 0, first + 1.0, 0.0))
@@ -210,16 +216,15 @@ class Bpref(Measure):
 
     def compute(self, data: RankedLists) -> np.ndarray:
         # only judged rows matter: count judged non-relevant rows ranked above each relevant one
-        rows = data.judged_rows()
-        rel = data.judged_row_relevance
+        rows, rel = data.judged_rows()
         nonrel = (rel >= 0) & (rel < self.rel)
         hit = rel >= self.rel
         q = data.query[rows]
         nonrel_above = segment_cumsum(q, nonrel) - nonrel
         num_rel = data.num_rel(self.rel)
-        jrel = data.judged_relevance
+        jrel = data.judged.relevance
         num_nonrel = np.bincount(
-            data.judged_query(), weights=(jrel >= 0) & (jrel < self.rel), minlength=data.num_queries
+            data.judged.query, weights=(jrel >= 0) & (jrel < self.rel), minlength=data.num_queries
         )
         denom = np.minimum(num_nonrel, num_rel)[q]
         penalty = np.zeros(len(rows))
@@ -236,7 +241,7 @@ class Success(Measure):
     at: ClassVar[str | None] = "k"
     description: ClassVar[str] = "1 if any relevant document is in the top k; trec_eval success.k"
     source: ClassVar[str] = TREC_EVAL
-    trec_prefixes: ClassVar = ("success",)
+    cut_prefixes: ClassVar = ("success",)
 
     k: int | None = param(None, _CUTOFF)
     rel: int = param(1, _REL, domain=_GRADE)
@@ -310,7 +315,7 @@ class Judged(Measure):
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
-        rows = data.judged_rows()
+        rows, _ = data.judged_rows()
         judged = data.query_sum(rows, None if self.k is None else data.rank_of(rows) < self.k)
         shown = data.counts if self.k is None else np.minimum(data.counts, self.k)
         return safe_divide(judged, shown.astype(float))

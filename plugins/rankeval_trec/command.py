@@ -25,7 +25,7 @@ from rankeval.segments import ordered_sum
 
 from .classic import NumRel, NumRet
 from .interpolated import IPrec, IPrecAvg, parse_points, reach
-from .trec_names import TrecMeasure, expand_all
+from .trec_names import DIALECT_OPTIONS, TrecMeasure, expand_all
 
 if TYPE_CHECKING:
     from rankeval import RankedLists
@@ -158,7 +158,7 @@ def trec_eval(
     # the run is read block by block (bounded memory; all cores with jobs=None); with only
     # runid/num_q asked for, one cheap measure still has it read for its queries and tag
     options = EvalOptions(
-        missing_zero=True, nest_sep=None, max_docs=max_docs, judged_only=judged_only, float32_scores=True
+        missing_zero=True, nest_sep=None, max_docs=max_docs, judged_only=judged_only, **DIALECT_OPTIONS
     )
     try:
         results = evaluate_results(qrels_obj, run, computed or [GradeAt(pos=0)], options=options, jobs=jobs)

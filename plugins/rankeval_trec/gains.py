@@ -83,8 +83,8 @@ def gained_rows(data: RankedLists, table: GainTable | None) -> GainedRows:
     """The rows with a non-zero gain under *table* (cached per gain map)."""
 
     def make() -> GainedRows:
-        rows = data.judged_rows()
-        gain = gain_of(data.judged_row_relevance, table)
+        rows, relevance = data.judged_rows()
+        gain = gain_of(relevance, table)
         keep = gain != 0
         rows, gain = rows[keep], gain[keep]
         query = data.query[rows]
@@ -138,9 +138,9 @@ def ideal(data: RankedLists, table: GainTable | None) -> Ideal:
     """The ideal ranking of each query under the gain map *table* (cached per gain map)."""
 
     def make() -> Ideal:
-        gain = gain_of(data.judged_relevance, table)
+        gain = gain_of(data.judged.relevance, table)
         keep = gain > 0
-        query, gain = data.judged_query()[keep], gain[keep]
+        query, gain = data.judged.query[keep], gain[keep]
         order = np.lexsort((-gain, query))  # stable: grouped by query, gain descending
         query, gain = query[order], gain[order]
         count = np.bincount(query, minlength=data.num_queries)

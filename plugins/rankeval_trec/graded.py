@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from rankeval import Measure, param
-from rankeval.segments import safe_divide, segment_cumsum
+from rankeval.segments import safe_divide, segment_cumsum, segment_position
 
 from .classic import _GRADE, _LEVEL, _REL, TREC_EVAL
 from .gains import GAINS_HELP, dcg_before, gained_rows, ideal, parse_gains
@@ -50,7 +50,7 @@ class BinG(Measure):
 
     def compute(self, data: RankedLists) -> np.ndarray:
         rows = data.relevant_rows(self.rel)
-        above = data.rank_of(rows) - data.nth(rows)  # documents above that are not relevant
+        above = data.rank_of(rows) - segment_position(data.query[rows])  # documents above that are not relevant
         return safe_divide(data.query_sum(rows, 1.0 / np.log2(2.0 + above)), data.num_rel(self.rel))
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from rankeval import Domain, Measure, param
+from rankeval.segments import segment_position
 
 from .classic import _GRADE, _LEVEL, _REL, TREC_EVAL
 
@@ -54,7 +55,7 @@ def interpolated_precision(data: RankedLists, rel: int, recall: float) -> np.nda
 
     def curve() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rows = data.relevant_rows(rel)
-        nth = data.nth(rows)
+        nth = segment_position(data.query[rows])
         precision = (nth + 1.0) / (data.rank_of(rows) + 1.0)
         best = segment_suffix_max(data.query[rows], precision)
         first = np.full(data.num_queries, -1, dtype=np.int64)

@@ -52,11 +52,11 @@ def _log_comb(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _ideal_dcg(cand: Candidates, k: int | None) -> np.ndarray:
     """``(Q,)`` DCG@k of the ideal ranking of each kept query's judged documents."""
     v = cand.view
-    jrank = v.judged_rank()
-    gain = np.where(v.judged_relevance > 0, v.judged_relevance, 0.0)
+    jrank = v.judged.rank
+    gain = np.where(v.judged.relevance > 0, v.judged.relevance, 0.0)
     if k is not None:
         gain = gain * (jrank < k)
-    ideal = np.bincount(v.judged_query(), weights=gain / np.log2(jrank + 2.0), minlength=v.num_queries)
+    ideal = np.bincount(v.judged.query, weights=gain / np.log2(jrank + 2.0), minlength=v.num_queries)
     return _f(np.asarray(ideal, dtype=np.float64)[cand.keep])
 
 

@@ -47,8 +47,7 @@ class InfAP(Measure):
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
-        rows = data.judged_rows()
-        grade = data.judged_row_relevance
+        rows, grade = data.judged_rows()
         threshold = max(self.rel, 0)  # negative grades are never relevant here
         unjudged = grade < 0
         hit = grade >= threshold

@@ -156,8 +156,8 @@ class NumNonrelJudgedRet(Measure):
     level: int = param(1, _LEVEL)
 
     def compute(self, data: RankedLists) -> np.ndarray:
-        grade = data.judged_row_relevance
-        return data.query_sum(data.judged_rows(), (grade >= 0) & (grade < self.rel))
+        rows, grade = data.judged_rows()
+        return data.query_sum(rows, (grade >= 0) & (grade < self.rel))
 
 
 @dataclass(frozen=True)

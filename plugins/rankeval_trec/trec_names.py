@@ -20,6 +20,7 @@ from rankeval import Measure
 from rankeval.errors import SpecError
 
 __all__ = [
+    "DIALECT_OPTIONS",
     "NICKNAMES",
     "TABLE",
     "TrecMeasure",
@@ -27,6 +28,10 @@ __all__ = [
     "expand_all",
     "trec_name",
 ]
+
+#: the evaluation options of the trec_eval dialect (``--compat trec_eval``), which the
+#: ``rankeval trec_eval`` command uses too: scores read as float32, as trec_eval 9 reads them
+DIALECT_OPTIONS: dict[str, Any] = {"float32_scores": True}
 
 CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 RECALLS = tuple(i / 10 for i in range(11))

@@ -19,7 +19,6 @@ from rankeval.cli.common import (
     parse_size,
     plain_help,
     precision_of,
-    read_qrels,
     require_measures,
     run_arguments,
     run_sources,
@@ -75,14 +74,18 @@ class _DefaultGroup(TyperGroup):
 
         try:
             registry = load_registry(entry_points=entry_points)
+            commands = registry.commands
         except RankevalError:  # a broken plugin: its commands are not offered
             return
-        for name, (_, command) in plugin_commands(registry).items():
+        for name, (_, command) in commands.items():
             if name not in self.commands:
                 self.add_command(
                     typer.main.get_command_from_info(
                         typer.models.CommandInfo(
-                            name=name, cls=PlainHelpCommand, help=command.help, callback=_run_plugin(command)
+                            name=name,
+                            cls=PlainHelpCommand,
+                            help=command.help,
+                            callback=_run_plugin(command, registry),
                         ),
                         pretty_exceptions_short=True,
                         rich_markup_mode=None,
@@ -96,20 +99,16 @@ def _may_be_command(arg: str) -> bool:
     return arg.replace("_", "").replace("-", "").isalnum() and not arg.startswith("-")
 
 
-def plugin_commands(registry: Any) -> dict[str, tuple[str, Any]]:
-    """``{name: (plugin, Command)}`` of the commands *registry*'s plugins add."""
-    from rankeval.report.formats import Command, plugin_items
-
-    return plugin_items(registry, "register_commands", Command, dict.fromkeys(BUILTIN_COMMANDS, "rankeval"))
-
-
-def _run_plugin(command: Any) -> Any:
-    """The command's function inside the CLI's error boundary, its text on standard output."""
+def _run_plugin(command: Any, registry: Any) -> Any:
+    """The command's function inside the CLI's error boundary, its text on standard output;
+    the library calls it makes without a registry use *registry*, the one that offered it."""
     import functools
+
+    from rankeval.measures.plugins import using_registry
 
     @functools.wraps(command.function)
     def run(*args: Any, **kwargs: Any) -> None:
-        with handled(), warnings_to_stderr():
+        with handled(), warnings_to_stderr(), using_registry(registry):
             emit(command.function(*args, **kwargs), None)
 
     return run
@@ -147,18 +146,17 @@ def _main(
 
 
 # --format, --compat and --on-duplicate list what the plugins add (``register_formats``,
-# ``register_compat_modes``): their help is written when it is shown, not at import time
+# ``register_dialects``): their help is written when it is shown, not at import time
 def _choices_help(registry: Any) -> dict[str, str]:
     """The help of the options whose choices come from *registry* (``None``: built-ins only)."""
     formats: list[str] = list(BUILTIN_FORMATS)
     modes: dict[str, Any] = {}
     if registry is not None:
-        from rankeval.report.formats import compat_modes, output_formats
-
-        formats = output_formats(registry)
-        modes = {name: mode for name, (_, mode) in compat_modes(registry).items()}
-    by_mode = "".join(f"; {m.format} with --compat {n}" for n, m in modes.items() if m.format)
-    dup = "".join(f"; {m.on_duplicate} with --compat {n}" for n, m in modes.items() if m.on_duplicate)
+        formats = registry.output_formats()
+        modes = {name: mode for name, (_, mode) in registry.dialects.items() if mode.name is not None}
+    by_mode = "".join(f"; {m.format} with --compat {n}" for n, m in modes.items() if m.format not in (None, "trec"))
+    rules = {n: m.options.get("on_duplicate") for n, m in modes.items()}
+    dup = "".join(f"; {rule} with --compat {n}" for n, rule in rules.items() if rule)
     described = "".join(f"; {n} = {m.description or 'a plugin mode'}" for n, m in modes.items())
     return {
         "fmt": formats_help(formats, by_mode),
@@ -285,62 +283,51 @@ def evaluate_cmd(
         if registry is None:
             registry = cli_registry(plugin)
         measures = parse_measures(registry, measure, None if rel_level is None else {"rel": rel_level}, compat)
-        from rankeval.engine.evaluation import ENGINES, evaluate_results
+        from rankeval.engine.evaluation import ENGINES
+        from rankeval.evaluator import Evaluator
         from rankeval.io.blocks import MIN_BLOCK_SIZE
-        from rankeval.measures.plugins import NAMES, measure_names
 
         check_choice("--engine", engine, ENGINES)
-        check_choice("--names", names, NAMES)
+        check_choice("--names", names, registry.namings())
         size = None if block_size is None else max(MIN_BLOCK_SIZE, parse_size(block_size, "--block-size"))
         options = eval_options(no_missing_zero, nest_sep, max_docs, on_duplicate, docinfo, compat)
-        qrels_obj, options = read_qrels(qrels, options)
-        dask_options = None
-        if engine == "dask":
-            from rankeval.engine.distributed import DaskOptions
-
-            if workers < 1:
-                raise UsageError("--workers must be at least 1")
-            dask_options = DaskOptions(
-                scheduler=scheduler, workers=workers, memory_limit=memory_limit, debug=debug_enabled(debug)
-            )
+        evaluator = Evaluator(qrels, measures, options=options, registry=registry)
         with warnings_to_stderr():
-            results = evaluate_results(
-                qrels_obj,
-                run_sources(run_args),
-                measures,
-                options=options,
-                engine=engine,
-                jobs=jobs,
-                block_size=size,
-                dask=dask_options,
-                registry=registry,
-            )
+            chosen = _engine(engine, scheduler, workers, memory_limit, debug)
+            results = evaluator.results(run_sources(run_args), jobs=jobs, engine=chosen, block_size=size)
         if names != "rankeval":
-            results = results.renamed(measure_names(measures, names, registry))
+            results = results.renamed(registry.measure_names(measures, names))
         emit(format_results(results, fmt, per_query=per_query, precision=digits, registry=registry), output)
+
+
+def _engine(engine: str, scheduler: str | None, workers: int, memory_limit: str | None, debug: bool) -> Any:
+    """The engine of ``--engine``: ``"local"``, or the Dask engine's options."""
+    if engine == "local":
+        return engine
+    from rankeval.engine.distributed import DaskOptions
+
+    if workers < 1:
+        raise UsageError("--workers must be at least 1")
+    return DaskOptions(scheduler=scheduler, workers=workers, memory_limit=memory_limit, debug=debug_enabled(debug))
 
 
 def _compat_and_format(compat: str, fmt: str | None, plugin_opts: list[str]) -> tuple[Any, str]:
     """Check ``--compat`` and ``--format`` against what the plugins add (loading them only
-    when a name is not built in) and give the format: ``-f``, else the compat mode's, else
+    when a name is not built in) and give the format: ``-f``, else the dialect's, else
     trec. Returns the registry if it was loaded."""
     registry = None
     mode = None
     if compat != "none":
-        from rankeval.report.formats import compat_modes
-
         registry = cli_registry(plugin_opts)
-        modes = compat_modes(registry)
+        modes = registry.compat_names()
         if compat not in modes:
-            raise UsageError(f"unknown --compat {compat!r}; expected one of {', '.join(['none', *modes])}")
-        mode = modes[compat][1]
+            raise UsageError(f"unknown --compat {compat!r}; expected one of {', '.join(modes)}")
+        mode = registry.dialects[compat][1]
     fmt = fmt or (mode.format if mode is not None and mode.format else "trec")
     if fmt not in BUILTIN_FORMATS:
-        from rankeval.report.formats import output_formats
-
         if registry is None:
             registry = cli_registry(plugin_opts)
-        formats = output_formats(registry)
+        formats = registry.output_formats()
         if fmt not in formats:
             raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(formats)}")
     return registry, fmt
@@ -383,12 +370,11 @@ def plugins_cmd(plugin: PluginOption = [], debug: DebugOption = False) -> None: 
 
 def _list_plugins(registry: Any) -> None:
     from rankeval.measures.plugins import hook_impls
-    from rankeval.report.formats import compat_modes, plugin_formats
 
-    formats = {fmt: plugin for fmt, (plugin, _) in plugin_formats(registry).items()}
-    modes = {mode: plugin for mode, (plugin, _) in compat_modes(registry).items()}
+    formats = {fmt: plugin for fmt, (plugin, _) in registry.formats.items()}
+    modes = {mode: plugin for mode, (plugin, d) in registry.dialects.items() if d.name is not None}
     resolvers = {plugin for plugin, _ in hook_impls(registry, "resolve_measure")}
-    commands = {command: plugin for command, (plugin, _) in plugin_commands(registry).items()}
+    commands = {command: plugin for command, (plugin, _) in registry.commands.items()}
     for name, origin in registry.plugins.items():
         names = sorted(e.cls.name for e in registry.measures.values() if e.plugin == name)
         extra = [f"format {f}" for f, p in formats.items() if p == name]
@@ -448,5 +434,3 @@ def convert_cmd(
 
 # the compare command lives in its own module (which does not import this one)
 app.command("compare", cls=PlainHelpCommand)(compare_cmd)
-
-BUILTIN_COMMANDS = ("evaluate", "measures", "plugins", "convert", "compare")

@@ -20,7 +20,7 @@ def matches(entry: Any, pattern: str) -> bool:
 
     cls = entry.cls
     listed = [f"{cls.name}@{cls.at}"] if cls.at else []
-    names = [cls.name, *listed, *cls.aliases, *(f"{x}.N" for x in cls.trec_prefixes), entry.plugin]
+    names = [cls.name, *listed, *cls.aliases, *(f"{x}.N" for x in cls.cut_prefixes), entry.plugin]
     wanted = pattern.lower()
     if any(c in pattern for c in "*?["):
         return any(fnmatch.fnmatchcase(n.lower(), wanted) for n in names)
@@ -51,7 +51,7 @@ def measure_lines(entry: Any) -> list[str]:
                 else f"default {default}"
             )
         lines.append(f"    {info.name}: {kind}{domain}, {state}  — {info.help}")
-    aliases = [*cls.aliases, *(f"{x}.N" for x in cls.trec_prefixes)]
+    aliases = [*cls.aliases, *(f"{x}.N" for x in cls.cut_prefixes)]
     if aliases:
         lines.append(f"    aliases: {', '.join(aliases)}")
     lines.append(f"    reads: {cls.reads()}")

@@ -38,7 +38,7 @@ from rankeval.errors import InputError, RankevalError, RankevalWarning, Resource
 from rankeval.options import EvalOptions
 
 if TYPE_CHECKING:
-    from rankeval.io.data import Qrels, Run
+    from rankeval.io.data import Run
 
 __all__ = [
     "PlainHelpCommand",
@@ -53,7 +53,6 @@ __all__ = [
     "parse_size",
     "plain_help",
     "precision_of",
-    "read_qrels",
     "read_runs",
     "require_measures",
     "run_argument",
@@ -328,29 +327,16 @@ def require_measures(specs: list[str], hint: str = "") -> None:
 
 
 def parse_measures(
-    registry: Any, specs: list[str], defaults: dict[str, Any] | None = None, compat: str | None = None
+    registry: Any, specs: list[str], defaults: dict[str, Any] | None = None, dialect: str | None = None
 ) -> list[Any]:
     """The measures of the ``-m`` options (*defaults*: parameter values that replace the class
-    defaults, e.g. ``rel`` from ``-l``; *compat*: the ``--compat`` mode, whose names the specs
-    may use, e.g. CLEF's ``ap`` for ``tar_ap``)."""
-    from rankeval.report.formats import compat_mode
+    defaults, e.g. ``rel`` from ``-l``; *dialect*: the ``--compat`` value, whose names the
+    specs may use, e.g. CLEF's ``ap`` for ``tar_ap``)."""
+    from rankeval.engine.prepare import compat_of
 
-    mode = compat_mode(compat, registry)
+    mode = compat_of(dialect, registry)
     aliases = mode[1].aliases if mode is not None else None
     return [m for spec in specs for m in registry.parse_many(spec, defaults, aliases=aliases)]
-
-
-def read_qrels(qrels: str, options: EvalOptions) -> tuple[Qrels, EvalOptions]:
-    """The qrels, read once, with the options' ``--docinfo`` applied, and the options without
-    it (so that the library does not apply it again)."""
-    from dataclasses import replace
-
-    from rankeval.io.data import Qrels
-
-    qrels_obj = Qrels.read(qrels)
-    if options.docinfo is not None:
-        qrels_obj = qrels_obj.with_docinfo(options.docinfo)
-    return qrels_obj, replace(options, docinfo=None)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The ``compare`` command: a thin layer over :func:`rankeval.comparison.compare.compare`."""
+"""The ``compare`` command: a thin layer over :meth:`rankeval.Evaluator.compare`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from rankeval.cli.common import (
     handled,
     parse_measures,
     precision_of,
-    read_qrels,
     read_runs,
     require_measures,
     run_arguments,
@@ -45,8 +44,8 @@ from rankeval.options import (
     MAX_SEED,
     PLOT_FORMATS,
     SPREADS,
+    CompareOptions,
     check_choice,
-    check_compare_options,
     check_seed,
 )
 
@@ -187,8 +186,18 @@ def compare_cmd(
 ) -> None:
     """Compare runs for a paper: scores, significance tests, corrections, intervals, tables, plots."""
     with handled(debug):
-        check_compare_options(pairs, test, correction, family, ci, alpha, samples)
-        seed_value = check_seed(seed, "--seed", text=True)
+        stats = CompareOptions(
+            baseline=baseline,
+            pairs=pairs,
+            test=test,
+            correction=correction,
+            family=family,
+            alpha=alpha,
+            samples=samples,
+            seed=check_seed(seed, "--seed", text=True),
+            ci=ci,
+            random_baseline=random_baseline,
+        )
         fmt = fmt or "trec"
         check_choice("format", fmt, FORMATS)
         check_choice("spread", spread, SPREADS)
@@ -198,10 +207,10 @@ def compare_cmd(
         require_measures(measure)
         digits = precision_of(precision)
         run_args = run_arguments(runs)
-        from rankeval.comparison.compare import compare
-        from rankeval.comparison.curves import expand_template, parameter_curve
+        from rankeval.comparison.curves import expand_template
         from rankeval.comparison.plots import plot_format_of
         from rankeval.comparison.tables import LATEX_WIDTH, check_width
+        from rankeval.evaluator import Evaluator
         from rankeval.report.outputs import check_outputs
 
         width = check_width(LATEX_WIDTH if latex_width is None else latex_width)
@@ -213,38 +222,17 @@ def compare_cmd(
         )
         options = eval_options(no_missing_zero, nest_sep, max_docs, on_duplicate, docinfo)
         registry = cli_registry(plugin)
-        from rankeval.measures.plugins import NAMES, measure_names
-
-        check_choice("--names", names, NAMES)
+        check_choice("--names", names, registry.namings())
         measures = parse_measures(registry, measure, None if rel_level is None else {"rel": rel_level})
         for template in curve:
             expand_template(template)  # a bad template fails before any work
-        qrels_obj, options = read_qrels(qrels, options)
+        evaluator = Evaluator(qrels, measures, options=options, registry=registry)
         run_objs = read_runs(run_args)
         with warnings_to_stderr():
-            result = compare(
-                qrels_obj,
-                run_objs,
-                measures,
-                options=options,
-                baseline=baseline,
-                pairs=pairs,
-                test=test,
-                correction=correction,
-                family=family,
-                alpha=alpha,
-                samples=samples,
-                seed=seed_value,
-                ci=ci,
-                random_baseline=random_baseline,
-                registry=registry,
-                progress=progress,
-            )
-            curves = [
-                parameter_curve(qrels_obj, run_objs, t, options=options, registry=registry) for t in curve
-            ]
+            result = evaluator.compare(run_objs, stats=stats, progress=progress)
+            curves = [evaluator.curve(run_objs, t) for t in curve]
         if names != "rankeval":
-            result = _renamed(result, measure_names(measures, names, registry))
+            result = _renamed(result, registry.measure_names(measures, names))
         text = result.format(
             fmt,
             per_query=per_query,

@@ -1,4 +1,4 @@
-"""Comparing runs: :func:`~rankeval.comparison.compare.compare` and its result object
+"""Comparing runs: :func:`~rankeval.comparison.compare.compare_prepared` and its result object
 (:mod:`~rankeval.comparison.compare`), the values it holds (:mod:`~rankeval.comparison.data`),
 the significance tests and their drivers (:mod:`~rankeval.comparison.stats`,
 :mod:`~rankeval.comparison.significance`), parameter curves (:mod:`~rankeval.comparison.curves`),

@@ -3,16 +3,18 @@ all pairs) with a correction for multiple comparisons, effect sizes, confidence 
 random-ranking baseline, paper tables (LaTeX, Markdown) and plots.
 
     import rankeval
-    cmp = rankeval.compare("qrels.txt", ["bm25.run", "rm3.run", "t5.run"], ["AP(rel=2)", "nDCG@10"],
-                           test="randomization", correction="holm", random_baseline=True)
+    stats = rankeval.CompareOptions(test="randomization", correction="holm", random_baseline=True)
+    cmp = rankeval.compare("qrels.txt", ["bm25.run", "rm3.run", "t5.run"], ["AP(rel=2)", "nDCG@10"], stats=stats)
     print(cmp.to_latex(spread="std"))
 
-Data flows one way: :func:`rankeval.engine.evaluation.evaluate_results` gives per-query values → aligned
+Data flows one way: a :class:`~rankeval.engine.prepare.Prepared` evaluation (qrels, measures,
+options, resolved once) → :func:`rankeval.engine.evaluation.evaluate_prepared` gives per-query values → aligned
 on the union of queries → :mod:`rankeval.comparison.significance` runs the tests, corrections and
 intervals of :mod:`rankeval.comparison.stats` → :class:`Comparison` → tables and rows
 (:mod:`rankeval.comparison.tables`), plots (:mod:`rankeval.comparison.plots`).
 
-This module holds :func:`compare` and :class:`Comparison`; the numbers of a comparison are in
+This module holds :func:`compare_prepared` (what :meth:`rankeval.Evaluator.compare` and
+:func:`rankeval.compare` call) and :class:`Comparison`; the numbers of a comparison are in
 :mod:`rankeval.comparison.data`, parameter curves in :mod:`rankeval.comparison.curves` (re-exported here),
 progress bars in :mod:`rankeval.comparison.progress`.
 
@@ -24,14 +26,14 @@ package's public API (``rankeval.compare``) and the CLI.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rankeval.comparison.curves import expand_template, parameter_curve
+from rankeval.comparison.curves import curve_of, expand_template, parameter_curve
 from rankeval.comparison.data import RANDOM, ComparisonData
 from rankeval.comparison.plots import plot_comparison, plot_panels
 from rankeval.comparison.progress import Task
@@ -39,25 +41,15 @@ from rankeval.comparison.progress import progress as progress_bars
 from rankeval.comparison.significance import correct, pair_stats, run_stats
 from rankeval.comparison.tables import FORMATS, LATEX_WIDTH, SPREADS, paper_table, render
 from rankeval.errors import UsageError
-from rankeval.measures.base import Measure
-from rankeval.options import (
-    CIS,
-    FAMILIES,
-    PAIRS,
-    EvalOptions,
-    check_compare_options,
-    check_no_compat,
-    check_seed,
-    eval_options,
-)
+from rankeval.options import CIS, FAMILIES, PAIRS, CompareOptions
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from rankeval.engine.evaluation import Results
+    from rankeval.engine.prepare import Prepared
     from rankeval.engine.random_ranking import RandomBaseline
-    from rankeval.io.data import Qrels, Run
-    from rankeval.measures.registry import Registry
+    from rankeval.io.data import Run
 
 __all__ = [
     "CIS",
@@ -67,7 +59,8 @@ __all__ = [
     "RANDOM",
     "SPREADS",
     "Comparison",
-    "compare",
+    "compare_prepared",
+    "curve_of",
     "expand_template",
     "parameter_curve",
 ]
@@ -76,7 +69,7 @@ __all__ = [
 # --------------------------------------------------------------------------- result
 @dataclass
 class Comparison(ComparisonData):
-    """The result of :func:`compare`.
+    """The result of :meth:`rankeval.Evaluator.compare` (and :func:`rankeval.compare`).
 
     Runs are indexed ``r``, measures ``m``, queries ``q``, comparisons ``p`` (in
     :attr:`pairs` order). The random baseline, if asked for, is the last run, named
@@ -196,147 +189,65 @@ class Comparison(ComparisonData):
 
 
 # --------------------------------------------------------------------------- compare
-def compare(
-    qrels: Any,
-    runs: Any,
-    measures: str | Measure | Iterable[str | Measure],
-    *,
-    options: EvalOptions | None = None,
-    baseline: str | None = None,
-    pairs: str = "baseline",
-    test: str = "ttest",
-    correction: str = "none",
-    family: str = "measure",
-    alpha: float = 0.05,
-    samples: int = 10_000,
-    seed: int | None = 0,
-    ci: str = "t",
-    random_baseline: bool | str = False,
-    missing_zero: bool = True,
-    nest_sep: str | None = "/",
-    max_docs: int | None = None,
-    on_duplicate: str | None = None,
-    docinfo: str | Path | Sequence[str | Path] | None = None,
-    registry: Registry | None = None,
-    progress: bool | None = None,
+def compare_prepared(
+    prepared: Prepared, runs: Any, stats: CompareOptions | None = None, progress: bool | None = None
 ) -> Comparison:
-    """Compare runs: scores, paired significance tests, corrections, effect sizes and
-    confidence intervals.
+    """Compare *runs* on a :class:`~rankeval.engine.prepare.Prepared` evaluation (its qrels,
+    measures and options; no compat mode): scores, paired significance tests, corrections,
+    effect sizes and confidence intervals.
 
     Args:
-        qrels: as for :func:`rankeval.evaluate`.
+        prepared: the qrels, measures and options. With ``missing_zero=False``, the queries a
+            run lacks are left out of each comparison that involves that run (as are queries
+            whose value is undefined).
         runs: two or more runs (a list, or ``{name: run}``), as for :func:`rankeval.evaluate`;
-            one run is enough with *random_baseline*.
-        measures: measure specs or objects.
-        options: the evaluation options (:class:`~rankeval.options.EvalOptions`; no
-            ``compat``), or give them one by one as *missing_zero*, *nest_sep*, *max_docs*,
-            *on_duplicate* and *docinfo* (as for :func:`rankeval.evaluate`; not both). With
-            ``missing_zero=False``, the queries a run lacks are left out of each comparison
-            that involves that run (as are queries whose value is undefined).
-        baseline: name of the baseline run (default: the first run).
-        pairs: ``"baseline"``: each run against the baseline; ``"all"``: every pair of runs.
-        test: ``"ttest"`` (paired t-test), ``"wilcoxon"`` (signed-rank), ``"bootstrap"``
-            (paired bootstrap) or ``"randomization"`` (Fisher's randomisation test); see
-            :mod:`rankeval.comparison.stats`.
-        correction: ``"none"``, ``"bonferroni"``, ``"holm"`` or ``"bh"`` (Benjamini-Hochberg).
-        family: the comparisons corrected together: those of each ``"measure"`` (default),
-            or ``"all"`` of them.
-        alpha: significance level (markers in tables, :attr:`Comparison.significant`).
-        samples: resamples of the bootstrap and randomisation tests and of bootstrap
-            intervals; random orderings of the random baseline.
-        seed: seed of :func:`numpy.random.default_rng` for all random draws (every comparison
-            on the same queries uses the same resamples).
-        ci: confidence intervals: ``"t"`` (mean ± t·sd/√n) or ``"bootstrap"`` (percentile).
-        random_baseline: add a run ``random``: the expected value of each measure under a
-            uniformly random ordering of the baseline run's retrieved documents (a run name:
-            of that run's documents); see :mod:`rankeval.engine.random_ranking`.
-        registry: as for :func:`rankeval.evaluate`.
+            one run is enough with a random baseline.
+        stats: the statistics (:class:`~rankeval.options.CompareOptions`; default: its
+            defaults).
         progress: show a progress bar on stderr (default: when stderr is a terminal).
 
     Returns:
         A :class:`Comparison`.
 
     Raises:
-        UsageError: fewer than two runs, an unknown baseline, or a bad option value.
+        UsageError: fewer than two runs, an unknown baseline, *stats* not a
+            :class:`~rankeval.options.CompareOptions`, or a compat mode.
     """
-    from rankeval.engine.evaluation import resolve_measures
+    from rankeval.engine.evaluation import as_runs, evaluate_prepared
 
-    check_compare_options(pairs, test, correction, family, ci, alpha, samples)
-    seed = check_seed(seed)
-    measure_list = resolve_measures(measures, registry)
-    opts = eval_options(
-        options,
-        missing_zero=missing_zero,
-        nest_sep=nest_sep,
-        max_docs=max_docs,
-        on_duplicate=on_duplicate,
-        docinfo=docinfo,
-    )
-    check_no_compat(opts, "compare")
-    inputs = _evaluate(qrels, runs, measure_list, opts, baseline, random_baseline, registry)
-    plan = _Plan(pairs, test, correction, family, float(alpha), samples, seed, ci)
-    return _compared(inputs, plan, registry, progress)
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """The statistics options of a comparison (checked)."""
-
-    pairs: str
-    test: str
-    correction: str
-    family: str
-    alpha: float
-    samples: int
-    seed: int | None
-    ci: str
+    if stats is None:
+        stats = CompareOptions()
+    elif not isinstance(stats, CompareOptions):
+        raise UsageError(f"stats must be a rankeval.CompareOptions, not {stats!r}")
+    prepared.check_no_compat("compare")
+    run_objs = as_runs(runs)
+    base, source = _roles(run_objs, stats.baseline, stats.random_baseline)
+    results = evaluate_prepared(prepared, run_objs)
+    inputs = _Inputs(prepared, run_objs, results, base, source if stats.random_baseline else None)
+    return _compared(inputs, stats, progress)
 
 
 @dataclass
 class _Inputs:
-    """What a comparison starts from: the data read, the runs' evaluation, the roles."""
+    """What a comparison starts from: the evaluation prepared, the runs read, their
+    evaluation, the roles."""
 
-    qrels: Qrels
+    prepared: Prepared
     runs: list[Run]
-    measures: list[Measure]
-    options: EvalOptions  # its docinfo applied to qrels
     results: Results
     base: int  # the baseline run
     source: int | None  # the run whose documents the random baseline orders (None: no baseline)
 
 
-def _evaluate(
-    qrels: Any,
-    runs: Any,
-    measures: list[Measure],
-    options: EvalOptions,
-    baseline: str | None,
-    random_baseline: bool | str,
-    registry: Registry | None,
-) -> _Inputs:
-    """Read qrels and runs, find the roles of the runs, evaluate them."""
-    from rankeval.engine.evaluation import as_runs, evaluate_results
-    from rankeval.io.data import as_qrels
-
-    qrels_obj = as_qrels(qrels)
-    if options.docinfo is not None:
-        qrels_obj = qrels_obj.with_docinfo(options.docinfo)
-    options = replace(options, docinfo=None)
-    run_objs = as_runs(runs)
-    base, source = _roles(run_objs, baseline, random_baseline)
-    results = evaluate_results(qrels_obj, run_objs, measures, options=options, registry=registry)
-    return _Inputs(qrels_obj, run_objs, measures, options, results, base, source if random_baseline else None)
-
-
-def _compared(inputs: _Inputs, plan: _Plan, registry: Registry | None, progress: bool | None) -> Comparison:
+def _compared(inputs: _Inputs, plan: CompareOptions, progress: bool | None) -> Comparison:
     """The statistics of the comparison: the random baseline, the tests, the intervals."""
     names = [r.name for r in inputs.runs]
-    specs = [str(m) for m in inputs.measures]
+    specs = [str(m) for m in inputs.prepared.measures]
     blocks = _blocks(inputs.results, names, specs)
     with progress_bars(progress) as task:
         rb = None
         if inputs.source is not None:
-            rb = _random_baseline(inputs, inputs.runs[inputs.source], plan, task, registry)
+            rb = _random_baseline(inputs.prepared, inputs.runs[inputs.source], plan, task)
             names = [*names, RANDOM]
         query_ids, values, aggregate = _assemble(blocks, rb, len(names), len(specs))
         pair_list = _pairs(plan.pairs, len(names), inputs.base)
@@ -416,30 +327,22 @@ def _blocks(results: Results, names: list[str], specs: list[str]) -> list[_Block
     ]
 
 
-def _random_baseline(
-    inputs: _Inputs, run: Run, plan: _Plan, task: Task, registry: Registry | None
-) -> RandomBaseline:
+def _random_baseline(prepared: Prepared, run: Run, plan: CompareOptions, task: Task) -> RandomBaseline:
     """The random baseline of the documents *run* retrieved, with a progress bar."""
     import pyarrow.compute as pc
 
     from rankeval.engine import random_ranking as rbm
 
+    measures = list(prepared.measures)
     work = rbm.work(
-        int(pc.count_distinct(inputs.qrels.table.column("query_id")).as_py()),
+        int(pc.count_distinct(prepared.qrels.table.column("query_id")).as_py()),
         len(run),
-        inputs.measures,
+        measures,
         plan.samples,
-        registry,
+        prepared.registry,
     )
-    return rbm.random_baseline(
-        inputs.qrels,
-        run,
-        inputs.measures,
-        options=inputs.options,
-        samples=plan.samples,
-        seed=plan.seed,
-        registry=registry,  # names the plugin if a measure's code fails
-        progress=task("random baseline", work),
+    return rbm.random_baseline_of(
+        prepared, run, samples=plan.samples, seed=plan.seed, progress=task("random baseline", work)
     )
 
 

@@ -1,8 +1,8 @@
 """Parameter curves: each run's score as one parameter of a measure varies, from a measure-spec
 template with one ``{v1,v2,...}`` group (``"hTBG@h={30s,1m,5m}"``, ``"nDCG@{5,10,20}"``).
 
-May import: :mod:`rankeval.errors`, :mod:`rankeval.options` (types only); :mod:`rankeval.engine.evaluation`
-and pandas lazily. Not
+May import: :mod:`rankeval.errors`, :mod:`rankeval.options` (types only);
+:mod:`rankeval.engine.prepare`, :mod:`rankeval.engine.evaluation` and pandas lazily. Not
 :mod:`rankeval.comparison.compare` (which re-exports these names); :mod:`rankeval.comparison.plots` draws the
 curves.
 """
@@ -17,10 +17,12 @@ from rankeval.errors import UsageError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from rankeval.engine.distributed import DaskOptions
+    from rankeval.engine.prepare import Prepared
     from rankeval.measures.registry import Registry
     from rankeval.options import EvalOptions
 
-__all__ = ["curve_labels", "expand_template", "parameter_curve"]
+__all__ = ["curve_labels", "curve_of", "expand_template", "parameter_curve"]
 
 _BRACES = re.compile(r"\{([^{}]*)\}")
 
@@ -87,20 +89,22 @@ def parameter_curve(
     template: str,
     *,
     options: EvalOptions | None = None,
+    jobs: int | None = 1,
+    engine: str | DaskOptions = "local",
     registry: Registry | None = None,
-    **keywords: Any,
 ) -> pd.DataFrame:
     """Each run's score as one parameter of a measure varies (e.g. hTBG against its
-    half-life, ``"hTBG@h={30s,1m,5m,30m,1h,3h}"``; see :func:`expand_template`).
+    half-life, ``"hTBG@h={30s,1m,5m,30m,1h,3h}"``; see :func:`expand_template`):
+    :meth:`rankeval.Evaluator.curve` in one call.
 
     Args:
         qrels: as for :func:`rankeval.evaluate`.
         runs: as for :func:`rankeval.evaluate`.
         template: a measure spec with one ``{v1,v2,...}`` group.
         options: the evaluation options (:class:`~rankeval.options.EvalOptions`).
+        jobs: as for :func:`rankeval.evaluate`.
+        engine: as for :func:`rankeval.evaluate`.
         registry: measure registry.
-        keywords: further keyword arguments of :func:`rankeval.evaluate` (``engine=``, or
-            the options one by one instead of *options*).
 
     Returns:
         A DataFrame ``run, measure, parameter, label, x, value``: *x* is the parameter's
@@ -108,18 +112,30 @@ def parameter_curve(
         Its ``attrs`` hold the ``template`` and how a figure names the curve
         (:func:`curve_labels`: ``title``, ``measure_label``, ``parameter_label``).
     """
+    from rankeval.engine.prepare import prepare
+
+    specs = expand_template(template)[2]
+    return curve_of(prepare(qrels, specs, options, registry), runs, template, jobs=jobs, engine=engine)
+
+
+def curve_of(
+    prepared: Prepared, runs: Any, template: str, *, jobs: int | None = 1, engine: str | DaskOptions = "local"
+) -> pd.DataFrame:
+    """:func:`parameter_curve` on a :class:`~rankeval.engine.prepare.Prepared` evaluation: its
+    qrels, options and registry, the measures of *template* (its own measures are not used)."""
     import pandas as pd
 
-    from rankeval.engine.evaluation import evaluate, resolve_measures
+    from rankeval.engine.evaluation import evaluate_prepared
 
     param, labels, specs = expand_template(template)
-    measures = [resolve_measures(s, registry)[0] for s in specs]
+    prepared = prepared.with_measures(specs)
+    measures = list(prepared.measures)
     name = param or type(measures[0]).at or "value"
     xs = []
     for i, m in enumerate(measures):
         v = getattr(m, name, None)
         xs.append(float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else float(i))
-    frame = evaluate(qrels, runs, measures, options=options, registry=registry, **keywords)
+    frame = evaluate_prepared(prepared, runs, jobs=jobs, engine=engine).to_frame()
     frame = frame[frame["query_id"].isna()]  # the aggregate rows
     where = {str(m): i for i, m in enumerate(measures)}
     rows = [

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankeval.errors import UsageError
+from rankeval.io.inputs import safe_name
 from rankeval.measures.base import Measure
-from rankeval.report.formats import safe_name
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -109,10 +109,10 @@ class ComparisonData:
         text = str(measure)
         if text in self.measures:
             return self.measures.index(text)
-        from rankeval.measures.plugins import load_registry
+        from rankeval.measures.plugins import current_registry
 
         try:
-            return self.measures.index(str(load_registry().parse(text)))
+            return self.measures.index(str(current_registry().parse(text)))
         except (ValueError, UsageError):
             raise UsageError(f"no measure {text!r}; measures: {', '.join(self.measures)}") from None
 

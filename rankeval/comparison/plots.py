@@ -183,7 +183,7 @@ def save_figure(fig: Figure, path: str | Path, fmt: str | None = "png") -> Path:
     of *path*), atomically (:func:`rankeval.report.outputs.write_output`)."""
     from matplotlib.text import Text
 
-    from rankeval.report.formats import safe_name
+    from rankeval.io.inputs import safe_name
     from rankeval.report.outputs import write_output
 
     fmt = plot_format_of(path, fmt)
@@ -247,7 +247,7 @@ def distribution_figure(cmp: ComparisonData, measure: str) -> Figure:
     for i, (box, run) in enumerate(zip(boxes["boxes"], cmp.runs, strict=True)):
         box.set_facecolor(_run_style(i, run)["color"])
         box.set_alpha(0.55)
-    from rankeval.report.formats import safe_name
+    from rankeval.io.inputs import safe_name
 
     ax.set_yticks(np.arange(1, len(data) + 1), [safe_name(run) for run in cmp.runs])  # ticks: drawn late
     ax.invert_yaxis()

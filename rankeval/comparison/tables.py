@@ -23,6 +23,7 @@ import numpy as np
 from rankeval.comparison.data import COLUMNS, RANDOM, ComparisonData
 from rankeval.comparison.significance import CORRECTION_NAMES, TEST_NAMES
 from rankeval.errors import UsageError
+from rankeval.io.inputs import safe_name
 from rankeval.options import FORMATS, SPREADS
 from rankeval.report.formats import (
     AGGREGATE_LABEL,
@@ -33,7 +34,6 @@ from rankeval.report.formats import (
     format_value,
     json_number,
     json_text,
-    safe_name,
 )
 
 __all__ = ["FORMATS", "LATEX_WIDTH", "SPREADS", "check_width", "paper_table", "render"]

@@ -3,7 +3,9 @@
 - :mod:`~rankeval.engine.scoring`: one measure over one alignment → per-query values, and
   the aggregation of per-query values (the public engine primitive
   :func:`~rankeval.engine.scoring.evaluate_measure`);
-- :mod:`~rankeval.engine.evaluation`: :func:`~rankeval.engine.evaluation.evaluate` and
+- :mod:`~rankeval.engine.prepare`: an evaluation's inputs (registry, compat mode, measures,
+  qrels with their side files, options) resolved once;
+- :mod:`~rankeval.engine.evaluation`: :func:`~rankeval.engine.evaluation.evaluate_prepared` and
   ``Results``, choosing the local or the Dask engine;
 - :mod:`~rankeval.engine.distributed`, :mod:`~rankeval.engine.dask_io`,
   :mod:`~rankeval.engine.dask_cluster`: the Dask engine, its readers and its cluster;

@@ -60,7 +60,6 @@ __all__ = [
     "Sequential",
     "Shared",
     "Task",
-    "collect",
     "evaluate_blocks",
     "run_files",
     "run_task",
@@ -240,7 +239,7 @@ def _evaluate(shared: Shared, run: Run, task: Task) -> BlockValues:
             )
             with measure_guard(measure, "failed", plugin):
                 parts = measure.aggregate_parts(view, values, index)
-            out.append(PartValues(ids, values, parts, view.level == 1 or view.num_queries > 0))
+            out.append(PartValues(ids, values, parts, view.nesting.level == 1 or view.num_queries > 0))
     seen = np.asarray(queries.to_pylist() if task.rest is None else [], dtype=object)
     return BlockValues(out, seen, tags, rows, alignment.nested, [str(w.message) for w in caught])
 
@@ -259,7 +258,9 @@ class _RunState:
 
 
 class Sequential:
-    """This process, one task at a time: memory for one block (plus the qrels) at a time."""
+    """This process, one task at a time: memory for one block (plus the qrels) at a time (a
+    task's alignment and ranked lists form no reference cycle: they are freed as soon as the
+    task returns)."""
 
     def __init__(self, shared: Shared, threads: bool = True) -> None:
         self.shared = shared
@@ -269,16 +270,6 @@ class Sequential:
         for task in tasks:
             yield run_task(self.shared, task)
             del task  # (its bytes, for a compressed file) before the next is cut
-            collect()
-
-
-def collect() -> None:
-    """Free a finished task's memory now: its alignment and views refer to each other, and
-    Python's cycle collector, which counts objects rather than bytes, could leave several
-    blocks' arrays waiting for it."""
-    import gc
-
-    gc.collect(1)  # the young generations, where a task's cycles are: not every module's objects
 
 
 def evaluate_blocks(

@@ -37,7 +37,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rankeval.engine import dask_cluster
-from rankeval.engine.blockwise import BlockValues, Shared, Task, collect, run_task
+from rankeval.engine.blockwise import BlockValues, Shared, Task, run_task
 from rankeval.engine.dask_cluster import DaskOptions, dask_setup
 from rankeval.engine.dask_io import read_run_frame, write_run_parquet
 from rankeval.errors import EngineError, RankevalError, UsageError
@@ -101,11 +101,9 @@ class DaskScheduler:
 
 
 def _run(shared: Shared, task: Task) -> BlockValues:
-    """One task on a worker, its memory freed at once (:func:`~rankeval.engine.blockwise.collect`)."""
-    try:
-        return run_task(shared, task)
-    finally:
-        collect()
+    """One task on a worker (its memory is freed as soon as it returns: a task's alignment and
+    ranked lists form no reference cycle)."""
+    return run_task(shared, task)
 
 
 @contextlib.contextmanager

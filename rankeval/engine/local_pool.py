@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
 from typing import Any
 
-from rankeval.engine.blockwise import BlockValues, Scheduler, Sequential, Shared, Task, collect, run_task
+from rankeval.engine.blockwise import BlockValues, Scheduler, Sequential, Shared, Task, run_task
 from rankeval.errors import ResourceError, UsageError
 
 __all__ = ["Pool", "default_jobs", "local_scheduler"]
@@ -115,10 +115,7 @@ def _die_with_parent() -> None:
 
 def _run(task: Task) -> BlockValues:
     assert _SHARED is not None
-    try:
-        return run_task(_SHARED, task)
-    finally:
-        collect()
+    return run_task(_SHARED, task)
 
 
 def _hide_main_without_file() -> str | None:
@@ -221,7 +218,6 @@ class Pool:
                 else:
                     pending.append(run_task(self.shared, task))
                     del task
-                    collect()
                 while pending and (not isinstance(pending[0], Future) or pending[0].done()):
                     yield _value(pending.popleft())
             while pending:

@@ -11,7 +11,7 @@ evaluated in chunks). The spread of the baseline — the standard deviation of t
 estimate.
 
 A measure family can do better through the ``random_model`` hook
-(:func:`rankeval.measures.hookspecs.random_model`), which returns a :class:`RandomModel` for a measure
+(:func:`rankeval.extension.random_model`), which returns a :class:`RandomModel` for a measure
 of nesting level 1:
 
 * ``expectation(candidates)`` — the exact expected value of each query (a closed form); the
@@ -27,24 +27,25 @@ The classic trec_eval measures implement the hook in their own plugin, as any fa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rankeval.engine.random_sampling import (
     ROWS_PER_CHUNK,
+    Progress,
+    Sampling,
     _engine_samples,
     _position_samples,
     random_positions,
 )
 from rankeval.engine.scoring import as_values
-from rankeval.errors import PluginError, measure_guard
-from rankeval.io.data import Qrels, Run, as_qrels, as_run
+from rankeval.errors import measure_guard
+from rankeval.extension import RandomModel, Sampler
+from rankeval.io.data import as_run
 from rankeval.measures.base import Measure
-from rankeval.options import EvalOptions, check_no_compat, check_samples, check_seed, eval_options
+from rankeval.options import check_samples, check_seed
 from rankeval.ranking.alignment import Alignment
 from rankeval.ranking.ranked_lists import RankedLists
 from rankeval.segments import segment_offsets
@@ -52,6 +53,7 @@ from rankeval.segments import segment_offsets
 if TYPE_CHECKING:
     import pandas as pd
 
+    from rankeval.engine.prepare import Prepared
     from rankeval.measures.registry import Registry
 
 __all__ = [
@@ -59,35 +61,11 @@ __all__ = [
     "RandomBaseline",
     "RandomModel",
     "Sampler",
-    "random_baseline",
+    "random_baseline_of",
     "random_models",
     "random_positions",
     "work",
 ]
-
-Progress = Callable[[int], None]
-Sampler = Callable[[int, np.ndarray], np.ndarray]
-"""``sampler(query, positions) -> values``: ``(samples,)`` values of a measure on query
-*query* (an index into :class:`Candidates`) when its judged candidates, in the order of
-:meth:`Candidates.grades_of`, sit at the 0-based ranks *positions* (``(samples, c)``)."""
-
-
-@dataclass(frozen=True)
-class RandomModel:
-    """What a measure family knows about a measure under a uniformly random ordering of each
-    query's candidates (returned by the ``random_model`` hook). Either part may be missing.
-
-    Attributes:
-        expectation: ``expectation(candidates)``: the exact expected value of each query of
-            *candidates* (``(Q,)``), a closed form; the baseline reports it (and the
-            measure's aggregate of it) instead of the Monte Carlo mean.
-        sampler: ``sampler(candidates)``: a :data:`Sampler` for the Monte Carlo by rank
-            positions (faster than evaluating replicated runs through ``compute``); it must
-            give the values ``compute`` gives on the same orderings.
-    """
-
-    expectation: Callable[[Candidates], np.ndarray] | None = None
-    sampler: Callable[[Candidates], Sampler] | None = None
 
 
 @dataclass
@@ -151,69 +129,38 @@ class RandomBaseline:
 
 
 # ---------------------------------------------------------------------------------------
-def random_baseline(
-    qrels: Any,
+def random_baseline_of(
+    prepared: Prepared,
     run: Any,
-    measures: str | Measure | Iterable[str | Measure],
     *,
-    options: EvalOptions | None = None,
     samples: int = 10_000,
     seed: int | None = 0,
     exact: bool = True,
-    missing_zero: bool = True,
-    nest_sep: str | None = "/",
-    max_docs: int | None = None,
-    on_duplicate: str | None = None,
-    docinfo: str | Path | Sequence[str | Path] | None = None,
-    registry: Registry | None = None,
     progress: Progress | None = None,
 ) -> RandomBaseline:
-    """The random-ranking baseline of *run*'s candidates.
+    """The random-ranking baseline of *run*'s candidates on a
+    :class:`~rankeval.engine.prepare.Prepared` evaluation (its qrels, measures and options; no
+    compat mode): :meth:`rankeval.Evaluator.random_baseline` documents the arguments.
 
     Args:
-        qrels: qrels (path, :class:`~rankeval.Qrels`, DataFrame or dict).
+        prepared: the qrels, measures and options.
         run: the run whose retrieved documents are the candidates of each query.
-        measures: measure specs or objects.
-        options: the evaluation options (:class:`~rankeval.options.EvalOptions`; no
-            ``compat``), or give them one by one as the keyword arguments below (not both).
-        samples: random orderings for the Monte Carlo estimates (the spread, and the
-            expectation of measures without a closed form).
+        samples: random orderings for the Monte Carlo estimates.
         seed: seed of :func:`numpy.random.default_rng`.
-        exact: use the closed forms where there is one; ``False``: Monte Carlo for every
-            measure (to check the closed forms).
-        missing_zero: as for :func:`rankeval.evaluate`.
-        nest_sep: as for :func:`rankeval.evaluate`.
-        max_docs: as for :func:`rankeval.evaluate`; it truncates the random ordering, not
-            the candidates.
-        on_duplicate: as for :func:`rankeval.evaluate` (default ``"error"``).
-        docinfo: as for :func:`rankeval.evaluate`.
-        registry: as for :func:`rankeval.evaluate`.
+        exact: use the closed forms where there is one.
         progress: called with units of work done (queries, then chunks), for a progress bar;
-            ``work()`` gives the total.
+            :func:`work` gives the total.
 
     Returns:
         A :class:`RandomBaseline`.
     """
-    from rankeval.engine.evaluation import resolve_measures
-    from rankeval.engine.scoring import measure_plugins
-    from rankeval.measures.plugins import load_registry
-
-    registry = registry if registry is not None else load_registry()
-    measure_list = resolve_measures(measures, registry)
-    plugins = measure_plugins(measure_list, registry)
     check_samples(samples)
     seed = check_seed(seed)
-    opts = eval_options(
-        options,
-        missing_zero=missing_zero,
-        nest_sep=nest_sep,
-        max_docs=max_docs,
-        on_duplicate=on_duplicate,
-        docinfo=docinfo,
-    )
-    check_no_compat(opts, "the random baseline")
-    sampling, cand = _Sampling.of(qrels, run, opts, samples, np.random.default_rng(seed), progress)
-    models = random_models(measure_list, registry)
+    prepared.check_no_compat("the random baseline")
+    measure_list = list(prepared.measures)
+    plugins = list(prepared.plugins)
+    sampling, cand = _sampling_of(prepared, run, samples, np.random.default_rng(seed), progress)
+    models = random_models(measure_list, prepared.registry)
     est = _Estimates.empty(len(measure_list), len(sampling.query_ids), samples)
     _monte_carlo(est, measure_list, plugins, models, cand, sampling)
     if exact:
@@ -235,7 +182,7 @@ def random_baseline(
 
 @dataclass
 class _Estimates:
-    """What :func:`random_baseline` fills in, per measure (see :class:`RandomBaseline`)."""
+    """What :func:`random_baseline_of` fills in, per measure (see :class:`RandomBaseline`)."""
 
     values: np.ndarray
     aggregate: np.ndarray
@@ -261,42 +208,20 @@ class _Estimates:
             self.aggregate[i] = float(s_agg[j].mean())
 
 
-@dataclass
-class _Sampling:
-    """The inputs of the Monte Carlo: the aligned data, the kept queries, the options, the
-    draws."""
-
-    qrels: Qrels
-    run: Run
-    query_ids: np.ndarray
-    options: EvalOptions
-    samples: int
-    rng: np.random.Generator
-    progress: Progress | None
-
-    @classmethod
-    def of(
-        cls,
-        qrels: Any,
-        run: Any,
-        options: EvalOptions,
-        samples: int,
-        rng: np.random.Generator,
-        progress: Progress | None,
-    ) -> tuple[_Sampling, Candidates]:
-        """Read and align *qrels* and *run*; the kept queries (the missing-query rule) and
-        their candidates."""
-        qrels_obj: Qrels = as_qrels(qrels)
-        if options.docinfo is not None:
-            qrels_obj = qrels_obj.with_docinfo(options.docinfo)
-        run_obj = as_run(run)
-        alignment = Alignment(
-            qrels_obj, run_obj, nest_sep=options.nest_sep, max_docs=None, on_duplicate=options.duplicate_rule
-        )
-        view = alignment.view(1)
-        keep = np.ones(view.num_queries, dtype=bool) if options.missing_zero else view.retrieved.copy()
-        sampling = cls(qrels_obj, run_obj, view.query_ids[keep], options, samples, rng, progress)
-        return sampling, Candidates.of(view, keep, options.max_docs)
+def _sampling_of(
+    prepared: Prepared, run: Any, samples: int, rng: np.random.Generator, progress: Progress | None
+) -> tuple[Sampling, Candidates]:
+    """Read *run* and align it with the prepared qrels; the kept queries (the missing-query
+    rule) and their candidates."""
+    qrels_obj, options = prepared.qrels, prepared.options
+    run_obj = as_run(run)
+    alignment = Alignment(
+        qrels_obj, run_obj, nest_sep=options.nest_sep, max_docs=None, on_duplicate=options.duplicate_rule
+    )
+    view = alignment.view(1)
+    keep = np.ones(view.num_queries, dtype=bool) if options.missing_zero else view.retrieved.copy()
+    sampling = Sampling(qrels_obj, run_obj, view.query_ids[keep], options, samples, rng, progress)
+    return sampling, Candidates.of(view, keep, options.max_docs)
 
 
 def _monte_carlo(
@@ -305,7 +230,7 @@ def _monte_carlo(
     plugins: list[str | None],
     models: list[tuple[str | None, RandomModel | None]],
     cand: Candidates,
-    sampling: _Sampling,
+    sampling: Sampling,
 ) -> None:
     """The Monte Carlo estimates of every measure: by rank positions for those with a
     sampler, through the measures themselves for the others."""
@@ -343,15 +268,11 @@ def _expectations(
             est.aggregate[i] = aggregate(m, est.values[i], plugins[i])
 
 
-def work(
-    qrels_queries: int, run_rows: int, measures: list[Measure], samples: int, registry: Registry | None = None
-) -> int:
-    """Units of progress :func:`random_baseline` reports: one per query for the measures with
-    a sampler (:class:`RandomModel`), one per chunk of replicated runs for the others.
-    *registry*: the one given to :func:`random_baseline` (default: all installed plugins)."""
-    from rankeval.measures.plugins import load_registry
-
-    models = random_models(measures, registry if registry is not None else load_registry())
+def work(qrels_queries: int, run_rows: int, measures: list[Measure], samples: int, registry: Registry) -> int:
+    """Units of progress :func:`random_baseline_of` reports: one per query for the measures with
+    a sampler (:class:`RandomModel`), one per chunk of replicated runs for the others
+    (*registry*: the evaluation's)."""
+    models = random_models(measures, registry)
     fast = [model is not None and model.sampler is not None for _, model in models]
     total = qrels_queries if any(fast) else 0
     if not all(fast):
@@ -360,30 +281,8 @@ def work(
 
 
 def random_models(measures: list[Measure], registry: Registry) -> list[tuple[str | None, RandomModel | None]]:
-    """``(plugin, model)`` of each measure: the first :class:`RandomModel` a ``random_model``
-    hook returns for it (``--plugin`` plugins are asked first), or ``(None, None)``. Only measures
-    of nesting level 1 have one: the candidates are the run's top-level items."""
-    from rankeval.measures.plugins import hook_impls, plugin_guard
-
-    out: list[tuple[str | None, RandomModel | None]] = []
-    for m in measures:
-        with measure_guard(m, "failed", registry.plugin_of(m)):
-            level = m.view_level()
-        found: tuple[str | None, RandomModel | None] = (None, None)
-        for plugin, hook in hook_impls(registry, "random_model") if level == 1 else []:
-            with plugin_guard(plugin, f"giving the random model of {m}"):
-                model = hook(measure=m)
-            if model is None:
-                continue
-            if not isinstance(model, RandomModel):
-                raise PluginError(
-                    f"plugin {plugin} returned {type(model).__name__} as the random model of {m}, "
-                    "not a rankeval.engine.random_ranking.RandomModel"
-                )
-            found = (plugin, model)
-            break
-        out.append(found)
-    return out
+    """``(plugin, model)`` of each measure (:meth:`~rankeval.measures.registry.Registry.random_model`)."""
+    return [registry.random_model(m) for m in measures]
 
 
 def _sampler(measure: Measure, plugin: str | None, model: RandomModel | None, cand: Candidates) -> Sampler:
@@ -431,14 +330,14 @@ class Candidates:
     @classmethod
     def of(cls, view: RankedLists, keep: np.ndarray, max_docs: int | None = None) -> Candidates:
         """The candidates of the kept queries of *view* (a level-1 view of a run)."""
-        rows = view.judged_row_index
+        rows, relevance = view.judged_rows()
         q = view.query[rows]
         order = np.argsort(q, kind="stable")
         index = np.flatnonzero(keep)
         remap = np.full(view.num_queries, -1, dtype=np.int64)
         remap[index] = np.arange(len(index))
         qk = remap[q[order]]
-        grades = view.judged_row_relevance[order][qk >= 0]
+        grades = relevance[order][qk >= 0]
         offsets = segment_offsets(qk[qk >= 0], len(index))
         return cls(
             view.counts[keep].astype(np.int64), offsets, grades, view, keep, rows[order][qk >= 0], max_docs

@@ -3,13 +3,14 @@ orderings drawn as rank positions of the judged candidates (for measures with a 
 the run replicated with random scores and evaluated by the measures themselves (any measure),
 in chunks of bounded size.
 
-May import: numpy, ``data``, ``errors``, ``measure``, ``ranked``, ``segments``, ``scoring``
-(not ``random_ranking``, except for annotations).
+May import: numpy, ``data``, ``errors``, ``measure``, ``ranked``, ``segments``, ``scoring``,
+:mod:`rankeval.extension` (not ``random_ranking``, which imports this module).
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +23,28 @@ from rankeval.ranking.alignment import Alignment
 from rankeval.segments import segment_offsets
 
 if TYPE_CHECKING:
-    from rankeval.engine.random_ranking import Candidates, Progress, Sampler, _Sampling
+    from rankeval.extension import Candidates, Sampler
     from rankeval.options import EvalOptions
 
-__all__ = ["CHUNK", "ROWS_PER_CHUNK", "random_positions"]
+__all__ = ["CHUNK", "ROWS_PER_CHUNK", "Progress", "Sampling", "random_positions"]
+
+Progress = Callable[[int], None]
+"""``progress(units)``: called with the units of work done, for a progress bar."""
+
+
+@dataclass
+class Sampling:
+    """The inputs of the Monte Carlo: the aligned data, the kept queries, the options, the
+    draws."""
+
+    qrels: Qrels
+    run: Run
+    query_ids: np.ndarray
+    options: EvalOptions
+    samples: int
+    rng: np.random.Generator
+    progress: Progress | None
+
 
 #: elements of one chunk of random draws (samples x candidates)
 CHUNK = 1 << 20
@@ -86,7 +105,12 @@ class _Moments:
         q = self.count
         some = q > 0
         mean = np.where(some, self.total / np.maximum(q, 1), np.nan)
-        agg = np.array([np.where(some[j], self.total[j], np.nan) if m.integer else mean[j] for j, m in enumerate(measures)])
+        agg = np.array(
+            [
+                np.where(some[j], self.total[j], np.nan) if m.integer else mean[j]
+                for j, m in enumerate(measures)
+            ]
+        )
         var = np.where(q >= 2, np.maximum(self.square - q * mean * mean, 0.0) / np.maximum(q - 1, 1), np.nan)
         spread = np.full(len(measures), np.nan)
         known = ~np.isnan(var).all(axis=1)
@@ -128,7 +152,7 @@ def _position_samples(
 
 # ------------------------------------------------------------ Monte Carlo (any measure)
 def _engine_samples(
-    measures: list[Measure], plugins: list[str | None], sampling: _Sampling
+    measures: list[Measure], plugins: list[str | None], sampling: Sampling
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Monte Carlo through the measures themselves: the run (and the qrels) replicated
     once per random ordering, query ``s<US>qid`` of copy *s* with uniform random scores,
@@ -175,7 +199,7 @@ class _Replicas:
     qrels_query: np.ndarray
 
     @classmethod
-    def of(cls, sampling: _Sampling) -> _Replicas:
+    def of(cls, sampling: Sampling) -> _Replicas:
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -190,7 +214,7 @@ class _Replicas:
         q_code = np.array([qpos[q] for q in qq[keep_q]], dtype=np.int64)
         return cls(rt.take(pa.array(keep_r)), qt.take(pa.array(keep_q)), r_code, q_code)
 
-    def alignment(self, rows: int, sampling: _Sampling) -> tuple[Alignment, np.ndarray]:
+    def alignment(self, rows: int, sampling: Sampling) -> tuple[Alignment, np.ndarray]:
         """*rows* copies of the run with random scores, aligned with as many copies of the
         qrels, and the names of the copies' queries (copy-major)."""
         import pyarrow as pa

@@ -44,7 +44,7 @@ class MeasureValues(NamedTuple):
     values: np.ndarray
     """One value per query (nested sub-queries averaged per query)."""
     query_index: np.ndarray
-    """For each value, the index of its query in ``view.outer_ids``."""
+    """For each value, the index of its query in ``view.nesting.outer_ids``."""
 
 
 def measure_plugins(measures: Sequence[Measure], registry: Registry | None) -> list[str | None]:
@@ -130,9 +130,9 @@ def evaluate_measure(
     if not isinstance(level, int) or isinstance(level, bool) or level < 1:
         raise _bad_result(measure, plugin, f"returned {level!r} as its view_level, not a level >= 1")
     view = alignment.view(level)
-    if view.level > 1 and view.num_queries == 0 and require_level:
+    if level > 1 and view.num_queries == 0 and require_level:
         raise UsageError(
-            f"{measure} ranks nested items (level={view.level}), but no judged item of that level "
+            f"{measure} ranks nested items (level={level}), but no judged item of that level "
             f"was found: nested ids look like PARENT{alignment.sep}CHILD, where PARENT is itself an "
             "item of the query (see --nest-sep)"
         )
@@ -144,21 +144,21 @@ def evaluate_measure(
     # a query of the qrels that the run lacks is evaluated on an empty ranking, as trec_eval
     # -c does: every rank-based measure is 0 there, while e.g. NumRel keeps its count
     retrieved = view.retrieved
-    if view.level == 1:
+    if level == 1:
         ids = view.query_ids
     else:
         # average sub-queries (qid/parent) per top-level query; an undefined (NaN) sub-query
         # is left out, as undefined queries are left out of an aggregate
         keep = retrieved if not missing_zero else np.ones(len(values), dtype=bool)
-        n_outer = len(view.outer_ids)
-        undefined = np.bincount(view.outer[keep], minlength=n_outer) > 0  # until one is defined
+        outer, ids = view.nesting.outer, view.nesting.outer_ids
+        n_outer = len(ids)
+        undefined = np.bincount(outer[keep], minlength=n_outer) > 0  # until one is defined
         keep = keep & ~np.isnan(values)
-        total = np.bincount(view.outer[keep], weights=values[keep], minlength=n_outer)
-        count = np.bincount(view.outer[keep], minlength=n_outer)
+        total = np.bincount(outer[keep], weights=values[keep], minlength=n_outer)
+        count = np.bincount(outer[keep], minlength=n_outer)
         undefined &= count == 0
-        retrieved = np.bincount(view.outer, weights=retrieved, minlength=n_outer) > 0
+        retrieved = np.bincount(outer, weights=retrieved, minlength=n_outer) > 0
         values = np.where(undefined, np.nan, safe_divide(total, count))
-        ids = view.outer_ids
     index = np.arange(len(ids))
     if not missing_zero:
         ids, values, index = ids[retrieved], values[retrieved], index[retrieved]

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-    from rankeval.measures.base import Domain
+    from rankeval.extension import Domain
 
 __all__ = ["expected", "merge_side_file", "numbers"]
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from rankeval.measures.base import Domain
+    from rankeval.extension import Domain
 
 __all__ = ["Qrels", "Run", "as_qrels", "as_run"]
 

@@ -52,6 +52,7 @@ __all__ = [
     "read_head",
     "read_raw_head",
     "reading",
+    "safe_name",
     "source_name",
 ]
 
@@ -426,3 +427,16 @@ def reading(source: str | Path, what: str, advice: str | None = None) -> Iterato
     except _arrow_errors() as exc:
         # pyarrow refused the data in a way no check above foresaw: still the file's fault
         raise InputError(f"cannot be read: {clip(str(exc))}", source=name) from None
+
+
+def safe_name(name: str) -> str:
+    """*name* as text every writer can encode: each byte of a file name that is not UTF-8
+    (which Python keeps as a lone surrogate) shown as ``\\xNN``."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a surrogate that stands for no byte
+            return name.encode("utf-8", "backslashreplace").decode("utf-8")
+    return name

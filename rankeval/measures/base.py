@@ -30,7 +30,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args, get_origin
 
 from rankeval.errors import RankevalWarning, SpecError, clip
+from rankeval.extension import Domain
 from rankeval.spec import MeasureSpec, Value, format_value_text
+from rankeval.spec import number_text as _num
 
 if TYPE_CHECKING:
     import numpy as np
@@ -64,63 +66,6 @@ def format_duration(seconds: float) -> str:
                 if float(text) * scale == seconds:  # as the spec parser scales it back
                     return text + unit
     return _num(seconds)
-
-
-def _num(x: float | numbers.Real) -> str:
-    """Spec text of a number: an int as is, a whole float without ``.0`` (``3``), any other
-    float as its shortest round-tripping ``repr`` (``0.30000000000000004``, ``1e-300``)."""
-    if isinstance(x, numbers.Integral):
-        return str(int(x))
-    x = float(x)
-    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else repr(x)
-
-
-@dataclasses.dataclass(frozen=True)
-class Domain:
-    """The numbers a parameter accepts: an interval of finite numbers.
-
-    ``Domain(0, 1)`` is [0, 1] (a probability); ``Domain(0)`` is [0, inf), finite and ≥ 0;
-    ``Domain(0, low_open=True)`` is (0, inf), finite and > 0; ``Domain(1, INT32_MAX)`` is the
-    default of an ``int``. NaN and ±inf are in no domain (a spec could not write them back).
-
-    Attributes:
-        low: The smallest value (``-inf``: no lower bound).
-        high: The largest value (``inf``: no upper bound).
-        low_open: ``low`` itself is excluded.
-        high_open: ``high`` itself is excluded.
-    """
-
-    low: float = -math.inf
-    high: float = math.inf
-    low_open: bool = False
-    high_open: bool = False
-
-    def __post_init__(self) -> None:
-        if not self.low <= self.high:  # also NaN
-            raise ValueError(f"a domain needs low <= high, not {self.low!r} and {self.high!r}")
-
-    def __contains__(self, value: object) -> bool:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            return False
-        if isinstance(value, numbers.Integral):
-            x: float = int(value)  # compared exactly: 10**400 must not overflow a float
-        else:
-            x = float(value)
-            if not math.isfinite(x):
-                return False
-        above = x > self.low if self.low_open else x >= self.low
-        below = x < self.high if self.high_open else x <= self.high
-        return above and below
-
-    def __str__(self) -> str:
-        """Interval notation: ``[0, 1]``, ``(0, 100]``, ``(0, inf)``, ``[1, 2147483647]``."""
-        left = "(" if self.low_open or self.low == -math.inf else "["
-        right = ")" if self.high_open or self.high == math.inf else "]"
-        return f"{left}{_bound(self.low)}, {_bound(self.high)}{right}"
-
-
-def _bound(x: float) -> str:
-    return ("inf" if x > 0 else "-inf") if x in (math.inf, -math.inf) else _num(x)
 
 
 INT_DOMAIN = Domain(1, INT32_MAX)
@@ -274,7 +219,7 @@ class Measure:
         source: where the definition comes from (paper, tool).
         aliases: other names, each mapped to fixed parameter values
             (``{"map": {}}``; ``{"ndcg": {}}``).
-        trec_prefixes: trec_eval name prefixes taking a cutoff suffix that sets :attr:`at`
+        cut_prefixes: name prefixes taking a cutoff suffix ``.K`` or ``_K`` that sets :attr:`at`
             (``("P",)`` accepts ``P.5`` and ``P_5``).
         integer: values are counts (printed without decimals in trec format; summed in the
             aggregate, as trec_eval does).
@@ -289,7 +234,7 @@ class Measure:
     description: ClassVar[str] = ""
     source: ClassVar[str] = ""
     aliases: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
-    trec_prefixes: ClassVar[tuple[str, ...]] = ()
+    cut_prefixes: ClassVar[tuple[str, ...]] = ()
     integer: ClassVar[bool] = False
     whole: ClassVar[bool] = False
     attributes: ClassVar[tuple[str, ...]] = ()
@@ -337,8 +282,8 @@ class Measure:
         Args:
             data: the ranked lists the values were computed from.
             values: the per-query values reported (after the missing-query rule).
-            queries: for each of *values*, the index of its query in ``data.outer_ids``
-                (``data.query_ids`` at nesting level 1).
+            queries: for each of *values*, the index of its query in ``data.nesting.outer_ids``
+                (the top-level query ids; ``data.query_ids`` at nesting level 1).
         """
         return {}
 
@@ -353,7 +298,7 @@ class Measure:
         """Summary over the queries of one set of ranked lists (the local engine's path):
         :meth:`aggregate_from_parts` of :meth:`aggregate_parts`."""
         return self.aggregate_from_parts(
-            data.outer_ids[queries], values, self.aggregate_parts(data, values, queries)
+            data.nesting.outer_ids[queries], values, self.aggregate_parts(data, values, queries)
         )
 
     def view_level(self) -> int:

@@ -19,28 +19,28 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pluggy
 
-from rankeval.errors import PluginError, RankevalError, clip
-from rankeval.measures import hookspecs
-from rankeval.measures.base import Measure
+from rankeval import extension
+from rankeval.errors import fault
 from rankeval.measures.registry import PLUGIN_FAULTS, Registry
 
 __all__ = [
     "DEFAULT_PLUGINS",
     "DISABLE_AUTOLOAD_ENV",
     "ENTRY_POINT_GROUP",
-    "NAMES",
+    "ITEM_HOOKS",
     "autoload_disabled",
+    "current_registry",
     "hook_impls",
     "load_registry",
     "make_plugin_manager",
-    "measure_names",
-    "plugin_guard",
+    "using_registry",
 ]
 
 DEFAULT_PLUGINS = ("rankeval_trec", "rankeval_tbg", "rankeval_csdcg", "rankeval_tar", "rankeval_irmeasures")
@@ -53,7 +53,7 @@ entry-point plugin is loaded by itself, as pytest's ``PYTEST_DISABLE_PLUGIN_AUTO
 def make_plugin_manager() -> pluggy.PluginManager:
     """A new plugin manager with rankeval's hook specs and nothing registered."""
     pm = pluggy.PluginManager("rankeval")
-    pm.add_hookspecs(hookspecs)
+    pm.add_hookspecs(extension)
     return pm
 
 
@@ -68,9 +68,8 @@ def _entry_points() -> list[tuple[str, str]]:
     return [(ep.name, ep.value) for ep in entry_points(group=ENTRY_POINT_GROUP)]
 
 
-def _fault(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+#: the ``register_*`` hooks of items other than measures, each called once per registry
+ITEM_HOOKS = ("register_formats", "register_dialects", "register_commands")
 
 
 def load_registry(
@@ -122,7 +121,7 @@ def load_registry(
                 raise
             if pm.has_plugin(name):
                 pm.unregister(name=name)
-            registry.failures[name] = f"cannot load ({origin}): {_fault(exc)}"
+            registry.failures[name] = f"cannot load ({origin}): {fault(exc)}"
             continue
         if not pm.get_hookcallers(module):  # nothing registered: say why, not silence
             pm.unregister(name=name)
@@ -131,7 +130,31 @@ def load_registry(
         registry.plugins[name] = origin
     for impl in pm.hook.register_measures.get_hookimpls():
         registry.collect(impl.plugin_name, impl.function)
+    for hook in ITEM_HOOKS:  # built-in plugins first: a later plugin cannot take their names
+        registry.collect_items(hook, list(reversed(hook_impls(registry, hook))))
     return registry
+
+
+_ACTIVE: ContextVar[Registry | None] = ContextVar("rankeval_registry", default=None)
+
+
+@contextmanager
+def using_registry(registry: Registry) -> Iterator[Registry]:
+    """Make *registry* the one :func:`current_registry` gives inside the block (the command
+    line loads its registry once and runs the command inside this)."""
+    token = _ACTIVE.set(registry)
+    try:
+        yield registry
+    finally:
+        _ACTIVE.reset(token)
+
+
+def current_registry(registry: Registry | None = None) -> Registry:
+    """*registry*; else the registry of the running command (:func:`using_registry`); else a
+    new one with every installed plugin (:func:`load_registry`)."""
+    if registry is not None:
+        return registry
+    return _ACTIVE.get() or load_registry()
 
 
 #: what ``--plugin`` takes, said when it is given something else
@@ -205,37 +228,3 @@ def hook_impls(registry: Registry, hook: str) -> list[tuple[str, Callable[..., A
         return []
     impls = getattr(registry.pm.hook, hook).get_hookimpls()
     return [(impl.plugin_name, impl.function) for impl in reversed(impls)]
-
-
-@contextmanager
-def plugin_guard(plugin: str, action: str) -> Iterator[None]:
-    """Run a plugin's hook: an exception other than a :class:`~rankeval.errors.RankevalError`
-    is a :class:`~rankeval.errors.PluginError` ``plugin P failed <action>: <reason>``."""
-    try:
-        yield
-    except RankevalError:
-        raise
-    except (Exception, SystemExit) as exc:
-        raise PluginError(f"plugin {plugin} failed {action}: {clip(_fault(exc))}") from exc
-
-
-#: naming conventions of ``--names``: rankeval's specs, or one a plugin's ``measure_name`` knows
-#: (trec_eval's, from ``rankeval_trec``; the CLEF TAR evaluator's, from ``rankeval_tar``)
-NAMES = ("rankeval", "trec", "clef")
-
-
-def measure_names(measures: list[Measure], names: str, registry: Registry) -> dict[str, str]:
-    """``{str(measure): name}``: each measure's name in the convention *names* (``"trec"``:
-    trec_eval's, ``"clef"``: the CLEF TAR evaluator's, from the ``measure_name`` hooks), or its
-    spec when no plugin names it."""
-    out: dict[str, str] = {}
-    impls = hook_impls(registry, "measure_name")
-    for measure in measures:
-        out[str(measure)] = str(measure)
-        for plugin, function in impls:
-            with plugin_guard(plugin, "measure_name"):
-                found = function(measure=measure, names=names)
-            if found is not None:
-                out[str(measure)] = str(found)
-                break
-    return out

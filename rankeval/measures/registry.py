@@ -23,11 +23,22 @@ import difflib
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from rankeval.errors import PluginError, RankevalError, SpecError, clip
+from rankeval.errors import (
+    PluginError,
+    RankevalError,
+    SpecError,
+    UsageError,
+    clip,
+    fault,
+    measure_guard,
+    plugin_guard,
+)
 from rankeval.errors import plugin_of as module_plugin
+from rankeval.extension import Command, Dialect, OutputFormat, RandomModel
 from rankeval.measures.base import Measure
+from rankeval.options import FORMATS
 from rankeval.spec import MeasureSpec, Value, parse_specs
 
 if TYPE_CHECKING:
@@ -35,8 +46,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PLUGIN_FAULTS", "MeasureEntry", "Registry"]
 
-_TREC_CUT = re.compile(r"^(?P<base>.+?)[._](?P<k>\d+)$")
-_TREC_FORM = re.compile(r"^(?P<name>[A-Za-z0-9_]+)(\.[^\s()@]*)?$")  # trec_eval's -m NAME[.PARAMS]
+_CUT_NAME = re.compile(r"^(?P<base>.+?)[._](?P<k>\d+)$")
+_DOTTED = re.compile(r"^(?P<name>[A-Za-z0-9_]+)(\.[^\s()@]*)?$")  # a dialect's NAME[.PARAMS]
 
 PLUGIN_FAULTS = (Exception, SystemExit, KeyboardInterrupt)
 """What a plugin's own code may raise while it is imported or registers its measures and still
@@ -44,9 +55,19 @@ count as a broken plugin rather than end rankeval: ``sys.exit()`` or a stray
 ``KeyboardInterrupt`` in a module body is the plugin's fault."""
 
 
-def _reason(exc: BaseException) -> str:
-    text = str(exc)
-    return clip(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+#: what a command-line naming of measures is called when no dialect names them: their specs
+SPEC_NAMING = "rankeval"
+#: the ``--compat`` value of no dialect
+NO_DIALECT = "none"
+#: the sub-commands of rankeval itself, which no plugin may take
+BUILTIN_COMMANDS = ("evaluate", "measures", "plugins", "convert", "compare")
+
+#: per ``register_*`` hook of items: the type it registers and the names rankeval keeps
+_KINDS: dict[str, tuple[type, tuple[str, ...]]] = {
+    "register_formats": (OutputFormat, FORMATS),
+    "register_dialects": (Dialect, (NO_DIALECT,)),
+    "register_commands": (Command, BUILTIN_COMMANDS),
+}
 
 
 @dataclass(frozen=True)
@@ -107,6 +128,129 @@ class Registry:
         self.autoload = True
         # measure classes returned by resolve_measure hooks, with the plugin that returned them
         self._resolved: dict[type[Measure], str] = {}
+        # what register_formats, register_dialects and register_commands gave, by name, each
+        # with its plugin (or the error of a hook that failed, raised where it is used)
+        self._items: dict[str, dict[str, tuple[str, Any]] | RankevalError] = {}
+        # the random_model hook's answer for each measure asked about
+        self._random: dict[Measure, tuple[str | None, RandomModel | None]] = {}
+
+    # -- the other register_* hooks: called once, in load_registry -------------------
+    def collect_items(self, hook: str, impls: list[tuple[str, Callable[..., Any]]]) -> None:
+        """Run every plugin's *hook* (``register_formats``, ``register_dialects`` or
+        ``register_commands``; *impls*: ``(plugin, function)``, built-in plugins first) and
+        keep what they register. A name registered twice, or taken by rankeval itself, or a
+        hook that fails or registers something else, is a :class:`PluginError` naming the
+        plugin, raised where the items are used (:meth:`items`)."""
+        kind, taken = _KINDS[hook]
+        found: dict[str, tuple[str, Any]] = {}
+        owner = dict.fromkeys(taken, "rankeval")
+        try:
+            for plugin, function in impls:
+
+                def register(item: Any, plugin: str = plugin) -> None:
+                    if not isinstance(item, kind):
+                        raise TypeError(f"registered {item!r}, which is not a {kind.__name__}")
+                    item = cast(Any, item)
+                    key = item.name if item.name is not None else f"<{plugin}>"
+                    if key in owner:
+                        raise PluginError(
+                            f"{kind.__name__} {item.name!r} is registered by both {owner[key]} and plugin {plugin!r}"
+                        )
+                    owner[key] = f"plugin {plugin!r}"
+                    found[key] = (plugin, item)
+
+                with plugin_guard(plugin, hook):
+                    function(register=register)
+        except RankevalError as exc:  # a PluginError, or the plugin's own usage error
+            self._items[hook] = exc
+            return
+        self._items[hook] = found
+
+    def items(self, hook: str) -> dict[str, tuple[str, Any]]:
+        """``{name: (plugin, item)}`` of what *hook* registered (:meth:`collect_items`)."""
+        got = self._items.get(hook, {})
+        if isinstance(got, RankevalError):
+            raise got
+        return got
+
+    @property
+    def formats(self) -> dict[str, tuple[str, OutputFormat]]:
+        """``{name: (plugin, format)}`` of every output format plugins add."""
+        return self.items("register_formats")
+
+    @property
+    def dialects(self) -> dict[str, tuple[str, Dialect]]:
+        """``{name: (plugin, dialect)}`` of every dialect plugins add (one that only names
+        measures is keyed ``<plugin>``)."""
+        return self.items("register_dialects")
+
+    @property
+    def commands(self) -> dict[str, tuple[str, Command]]:
+        """``{name: (plugin, command)}`` of every sub-command plugins add."""
+        return self.items("register_commands")
+
+    def output_formats(self) -> list[str]:
+        """The names of every output format: the built-in :data:`~rankeval.options.FORMATS`,
+        then those plugins add."""
+        return [*FORMATS, *self.formats]
+
+    def compat_names(self) -> list[str]:
+        """The values of ``--compat``: ``none``, then the dialects plugins add."""
+        return [NO_DIALECT, *(name for name, (_, d) in self.dialects.items() if d.name is not None)]
+
+    def dialect(self, name: str | None) -> tuple[str, Dialect] | None:
+        """``(plugin, dialect)`` of ``--compat`` *name*, or ``None`` for ``None`` and
+        ``"none"``; an unknown name is a :class:`~rankeval.errors.UsageError` listing them."""
+        if name is None or name == NO_DIALECT:
+            return None
+        found = self.dialects.get(name)
+        if found is None or found[1].name is None:
+            raise UsageError(f"unknown compat {name!r}; expected one of {', '.join(self.compat_names())}")
+        return found
+
+    def random_model(self, measure: Measure) -> tuple[str | None, RandomModel | None]:
+        """``(plugin, model)``: the first :class:`~rankeval.extension.RandomModel` a
+        ``random_model`` hook returns for *measure* (``--plugin`` plugins are asked first), or
+        ``(None, None)``; asked once per measure. Only measures of nesting level 1 have one:
+        the candidates are the run's top-level items."""
+        if measure in self._random:
+            return self._random[measure]
+        with measure_guard(measure, "failed", self.plugin_of(measure)):
+            level = measure.view_level()
+        found: tuple[str | None, RandomModel | None] = (None, None)
+        impls = self.pm.hook.random_model.get_hookimpls() if self.pm is not None and level == 1 else []
+        for impl in reversed(impls):
+            with plugin_guard(impl.plugin_name, f"giving the random model of {measure}"):
+                model = impl.function(measure=measure)
+            if model is None:
+                continue
+            if not isinstance(model, RandomModel):
+                raise PluginError(
+                    f"plugin {impl.plugin_name} returned {type(model).__name__} as the random model of "
+                    f"{measure}, not a rankeval.RandomModel"
+                )
+            found = (impl.plugin_name, model)
+            break
+        self._random[measure] = found
+        return found
+
+    def namings(self) -> list[str]:
+        """The values of ``--names``: ``rankeval`` (the specs), then each dialect's naming."""
+        return [SPEC_NAMING, *(d.naming for _, d in self.dialects.values() if d.naming is not None)]
+
+    def measure_names(self, measures: list[Measure], naming: str) -> dict[str, str]:
+        """``{str(measure): name}``: each measure's name in the dialect whose naming is
+        *naming* (``--names``), or its spec when the dialect does not name it."""
+        out = {str(m): str(m) for m in measures}
+        for plugin, dialect in self.dialects.values():
+            if dialect.naming != naming or dialect.name_of is None:
+                continue
+            for m in measures:
+                with plugin_guard(plugin, f"naming measure {m} in {naming!r}"):
+                    found = dialect.name_of(m)
+                if found is not None:
+                    out[str(m)] = str(found)
+        return out
 
     # -- filling ---------------------------------------------------------------------
     def collect(self, plugin: str, hook: Callable[..., Any]) -> None:
@@ -125,7 +269,7 @@ class Registry:
             for name in added:
                 self.remove(name)
             self.plugins.pop(plugin, None)
-            self.failures[plugin] = f"register_measures failed: {_reason(exc)}"
+            self.failures[plugin] = f"register_measures failed: {fault(exc)}"
 
     def add(self, cls: type[Measure], plugin: str) -> None:
         """Register *cls* as provided by *plugin*.
@@ -138,7 +282,7 @@ class Registry:
             # a broken plugin, not a conflict: collect() records it and carries on
             raise TypeError(f"registered {cls!r}, which is not a named Measure subclass")
         _check_declaration(cls)
-        names = (cls.name, *cls.aliases, *cls.trec_prefixes)
+        names = (cls.name, *cls.aliases, *cls.cut_prefixes)
         for name in names:
             taken = self._folded.get(name.casefold())
             if taken is not None:
@@ -150,7 +294,7 @@ class Registry:
         self.measures[cls.name] = MeasureEntry(cls, plugin)
         for alias, fixed in cls.aliases.items():
             self.aliases[alias] = (cls.name, fixed)
-        for prefix in cls.trec_prefixes:
+        for prefix in cls.cut_prefixes:
             self.prefixes[prefix] = cls.name
         for name in names:  # the class's own names may differ by case (AP, map, MAP)
             self._folded.setdefault(name.casefold(), (cls.name, name))
@@ -213,22 +357,19 @@ class Registry:
         name here (spelled exactly so) or one of *aliases*, or that has a parameter list
         (``P.5,10``); else ``None``."""
         token = text.strip()
-        m = _TREC_FORM.match(token)
-        if m is None or self.pm is None:
+        m = _DOTTED.match(token)
+        if m is None:
             return None
         name = m.group("name")
         if "," not in token and (name in self.measures or name in self.aliases or name in (aliases or {})):
             return None
-        for impl in reversed(self.pm.hook.expand_measures.get_hookimpls()):
-            plugin = impl.plugin_name
-            try:
-                found = impl.function(text=token)
-            except RankevalError:
-                raise
-            except PLUGIN_FAULTS as exc:
-                raise PluginError(f"plugin {plugin} failed expanding measure spec {token!r}: {_reason(exc)}") from exc
+        for plugin, dialect in reversed(list(self.dialects.values())):
+            if dialect.expand is None:
+                continue
+            with plugin_guard(plugin, f"expanding measure spec {token!r}"):
+                found = dialect.expand(token)
             if found is not None:
-                measures = [self._accept(f, plugin, token) for f in found] if isinstance(found, list) else [None]
+                measures = [self._spelled(f, plugin, token) for f in found] if isinstance(found, (list, tuple)) else [None]
                 if not measures:  # a name for no measure: the user's spec, not a plugin fault
                     raise SpecError(f"{token!r} names no measure that can be computed here", source="measure spec")
                 if None in measures:
@@ -280,7 +421,7 @@ class Registry:
         meant = self._meaning(name, spec)
         if meant is not None:
             return self._build(meant[0], spec, meant[1], defaults)
-        m = _TREC_CUT.match(name)
+        m = _CUT_NAME.match(name)
         prefix = self._prefix(m.group("base")) if m else None
         if m and prefix is not None:
             if spec.at is not None:
@@ -329,14 +470,8 @@ class Registry:
     ) -> Measure:
         """``from_spec`` of a registered class: the parameter checks are the core's, but the
         class's own ``__post_init__`` (or a broken annotation) is the plugin's code."""
-        try:
+        with plugin_guard(entry.plugin, f"building measure spec {spec.text!r}"):
             return entry.cls.from_spec(spec, fixed, defaults)
-        except RankevalError:
-            raise
-        except Exception as exc:
-            raise PluginError(
-                f"plugin {entry.plugin} failed building measure spec {spec.text!r}: {_reason(exc)}"
-            ) from exc
 
     def _ask_resolvers(self, text: str) -> Measure | None:
         """The first measure a ``resolve_measure`` hook returns for *text* (hooks are asked in
@@ -350,17 +485,15 @@ class Registry:
             found = self.pm.hook.resolve_measure(spec=text)
             return self._accept(found, "a resolve_measure hook", text)
         for impl in reversed(impls):
-            try:
+            with plugin_guard(impl.plugin_name, f"resolving measure spec {text!r}"):
                 found = impl.function(spec=text)
-            except RankevalError:
-                raise
-            except (Exception, SystemExit) as exc:
-                raise PluginError(
-                    f"plugin {impl.plugin_name} failed resolving measure spec {text!r}: {_reason(exc)}"
-                ) from exc
             if found is not None:
                 return self._accept(found, impl.plugin_name, text)
         return None
+
+    def _spelled(self, found: object, plugin: str, text: str) -> Measure | None:
+        """One item of a dialect's expansion of *text*: a measure, or a spec parsed here."""
+        return self.parse(found) if isinstance(found, str) else self._accept(found, plugin, text)
 
     def _accept(self, found: object, plugin: str, text: str) -> Measure | None:
         if found is None:

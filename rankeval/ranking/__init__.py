@@ -7,7 +7,8 @@ the one view every measure kernel reads.
 3. :mod:`~rankeval.ranking.alignment` builds the ranked lists of each nesting level (score
    descending, ties by doc_id descending as trec_eval does, each row with its judged relevance)
    and the judged documents of each (sub-)query for ideal rankings;
-4. :mod:`~rankeval.ranking.ranked_lists` holds the result and the helpers kernels use;
+4. :mod:`~rankeval.ranking.ranked_lists` holds the result and the helpers kernels use (its public
+   names, ``KERNEL_API``, are the kernel contract: docs/kernels.md);
    :mod:`~rankeval.ranking.arrays` the small array helpers shared by these steps.
 
 Everything is computed for all queries at once with array operations.

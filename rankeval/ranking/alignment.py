@@ -13,6 +13,7 @@ for annotations only, :mod:`rankeval.io.data`).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,7 @@ from rankeval.errors import UsageError
 from rankeval.ranking.arrays import index_type, to_numpy
 from rankeval.ranking.duplicates import DUPLICATE_POLICIES, check_duplicates
 from rankeval.ranking.numbering import Numbering, number
-from rankeval.ranking.ranked_lists import RankedLists
+from rankeval.ranking.ranked_lists import Judged, Nesting, RankedLists
 from rankeval.segments import segment_blocks, segment_offsets
 
 if TYPE_CHECKING:
@@ -53,8 +54,7 @@ class Alignment:
 
     Attributes:
         numbering: the items, numbered (see :class:`~rankeval.ranking.numbering.Numbering`).
-        cache: memo for measure kernels, shared by all views of this alignment (key it by
-            measure family and parameters).
+        cache: memo shared by all views of this alignment (``memo(shared=True)``).
     """
 
     def __init__(
@@ -72,31 +72,13 @@ class Alignment:
             raise UsageError(
                 f"on_duplicate must be one of {', '.join(DUPLICATE_POLICIES)}, not {on_duplicate!r}"
             )
-        self.max_docs = max_docs
-        self.judged_only = judged_only
-        self._views: dict[tuple[int, bool], RankedLists] = {}
-        self.cache: dict[Any, Any] = {}
         self.sep = nest_sep or "/"
         self.run, self.numbering = _numbered(qrels, run, nest_sep, nested, on_duplicate)
-
-    # -- items --------------------------------------------------------------------------
-    @property
-    def num_items(self) -> int:
-        """Number of items: distinct (query, doc) pairs of the qrels (and, in a nested
-        collection, of the run), numbered 0.. in (query, doc) order."""
-        return self.numbering.num_items
-
-    @property
-    def qrels_item(self) -> np.ndarray:
-        """Item code of each row of ``qrels.table`` (per assessor line), e.g. to aggregate a
-        qrels attribute per item."""
-        return self.numbering.qrels_item
-
-    @property
-    def run_item(self) -> np.ndarray:
-        """Item code of each row of ``run.table`` (-1: a doc judged nowhere, in a flat
-        collection)."""
-        return self.numbering.run_item
+        # the views are built by _Levels, which they reference (for children()); it keeps
+        # them weakly, and the alignment keeps them: no reference cycle
+        self._levels = _Levels(qrels, self.run, self.numbering, self.sep, max_docs, judged_only)
+        self._views: dict[tuple[int, bool], RankedLists] = {}
+        self.cache = self._levels.cache
 
     @property
     def nested(self) -> bool:
@@ -113,45 +95,18 @@ class Alignment:
             levels: set[int] = set()
             if key in self.qrels.table.column_names:
                 given = self.qrels.table.column(key).is_valid().to_numpy(zero_copy_only=False)
-                levels.update((np.unique(nb.depth[self.qrels_item[given]]) + 1).tolist())
+                levels.update((np.unique(nb.depth[nb.qrels_item[given]]) + 1).tolist())
             sides = [info for _, info in self.qrels.docinfo if key in info.column_names]
-            if sides and len(self.run_item):
-                known = self.run_item >= 0
+            if sides and len(nb.run_item):
+                known = nb.run_item >= 0
                 doc = self.run.table.column("doc_id")
                 for info in sides:
                     ids = info.filter(info.column(key).is_valid()).column("doc_id")
                     hit = pc.is_in(doc, value_set=ids.combine_chunks()).to_numpy(zero_copy_only=False)
-                    levels.update((np.unique(nb.depth[self.run_item[hit & known]]) + 1).tolist())
+                    levels.update((np.unique(nb.depth[nb.run_item[hit & known]]) + 1).tolist())
             self.cache[("attribute-levels", key)] = levels
         return self.cache[("attribute-levels", key)]  # type: ignore[no-any-return]
 
-    def qrels_position(self, items: np.ndarray) -> np.ndarray:
-        """Position in the qrels (row of the first judgment) of each of *items* (judged)."""
-        return self._first_judgment()[items]  # type: ignore[no-any-return]
-
-    def _first_judgment(self) -> np.ndarray:
-        """The first qrels row of each item (the judgments' file order), built on first use
-        (only ``tie_break="qrels"`` and hTBG's reference ideal need it)."""
-        if "first-judgment" not in self.cache:
-            first = np.full(self.num_items, np.iinfo(np.int64).max, dtype=np.int64)
-            np.minimum.at(first, self.qrels_item, np.arange(len(self.qrels_item)))
-            self.cache["first-judgment"] = first
-        return self.cache["first-judgment"]  # type: ignore[no-any-return]
-
-    def _qrels_position(self, rows: np.ndarray) -> pa.Array:
-        """Tie key of run *rows* for ``tie_break="qrels"``: the position of the row's item in
-        the qrels (first judgment); unjudged rows after every judged one, in file order."""
-        import pyarrow as pa
-
-        judged_item = self.numbering.judged
-        item = self.run_item[rows]
-        judged = item >= 0
-        judged[judged] = judged_item[item[judged]]
-        line = np.where(judged, self.qrels_position(np.where(judged, item, 0)), 0)
-        base = int(self._first_judgment()[judged_item].max()) + 1 if judged_item.any() else 0
-        return pa.array(np.where(judged, line, base + rows.astype(np.int64)))
-
-    # -- views -----------------------------------------------------------------------
     def view(self, level: int = 1, every_parent: bool = False) -> RankedLists:
         """Ranked lists of the items at nesting *level* (1 = top level; 2 = children
         ranked within each parent, one sub-query ``qid/parent`` per parent with judged
@@ -159,8 +114,56 @@ class Alignment:
         for measures that read the unjudged children too, such as TBG's reading times)."""
         key = (level, every_parent and level > 1)
         if key not in self._views:
-            self._views[key] = self._build(level, key[1])
+            self._views[key] = self._levels.view(*key)
         return self._views[key]
+
+
+class _Levels:
+    """Builds the views of one alignment, level by level; each view it builds calls
+    :meth:`view` for the level below (:meth:`RankedLists.children`). It keeps the views it
+    built only weakly (their owner keeps them), so that views and builder form no cycle."""
+
+    def __init__(
+        self, qrels: Qrels, run: Run, numbering: Numbering, sep: str, max_docs: int | None, judged_only: bool
+    ) -> None:
+        self.qrels, self.run, self.numbering, self.sep = qrels, run, numbering, sep
+        self.max_docs, self.judged_only = max_docs, judged_only
+        self.cache: dict[Any, Any] = {}
+        self._views: weakref.WeakValueDictionary[tuple[int, bool], RankedLists] = weakref.WeakValueDictionary()
+
+    @property
+    def nested(self) -> bool:
+        return self.numbering.nested
+
+    @property
+    def run_item(self) -> np.ndarray:
+        return self.numbering.run_item
+
+    @property
+    def num_items(self) -> int:
+        return self.numbering.num_items
+
+    def view(self, level: int, every_parent: bool) -> RankedLists:
+        """The view of *level* (the one built before, while someone holds it)."""
+        key = (level, every_parent and level > 1)
+        found = self._views.get(key)
+        if found is None:
+            found = self._views[key] = self._build(*key)
+        return found
+
+    def _qrels_position(self, rows: np.ndarray) -> pa.Array:
+        """Tie key of run *rows* for ``tie_break="qrels"``: the position of the row's item in
+        the qrels (first judgment); unjudged rows after every judged one, in file order."""
+        import pyarrow as pa
+
+        first = self.numbering.first_judgment
+        judged_item = self.numbering.judged
+        item = self.run_item[rows]
+        judged = item >= 0
+        judged[judged] = judged_item[item[judged]]
+        line = np.where(judged, first[np.where(judged, item, 0)], 0)
+        base = int(first[judged_item].max()) + 1 if judged_item.any() else 0
+        return pa.array(np.where(judged, line, base + rows.astype(np.int64)))
 
     def _group(self, side: str, level: int) -> tuple[np.ndarray, np.ndarray]:
         """Rows of one side at *level* (judged items, or run rows): (row indices, integer
@@ -219,29 +222,29 @@ class Alignment:
             judged_rows[ranked.judged] = True
             _keep(ranked, judged_rows)
             starts, counts = segment_blocks(ranked.query, nq)
+        nesting = Nesting(
+            level, outer, np.asarray(outer_ids, dtype=object), parent_ids, judged.groups if level > 1 else None
+        )
         return RankedLists(
             query_ids=query_ids,
-            outer=outer,
-            outer_ids=np.asarray(outer_ids, dtype=object),
             starts=starts,
             counts=counts,
+            retrieved=retrieved,
             query=ranked.query,
-            judged_row_index=ranked.judged.astype(np.int64),
-            judged_row_relevance=ranked.judged_relevance,
             score=ranked.score,
             rows=ranked.rows,
-            run_doc_ids=self.numbering.run_doc,
-            judged_offsets=judged.offsets,
-            judged_relevance=judged.relevance,
-            judged_doc_ids=judged.doc_ids,
-            retrieved=retrieved,
-            run=self.run,
+            judged=Judged(
+                judged.relevance, judged.offsets, judged.doc_ids, self.numbering, query_ids, nesting.parent_items
+            ),
+            nesting=nesting,
             qrels=self.qrels,
-            level=level,
-            parent_ids=parent_ids,
-            judged_items=judged.items,
-            parent_items=judged.groups if level > 1 else None,
-            alignment=self,
+            run=self.run,
+            _judged_row_index=ranked.judged.astype(np.int64),
+            _judged_row_relevance=ranked.judged_relevance,
+            _judged_items=judged.items,
+            _numbering=self.numbering,
+            _descend=self.view,
+            _shared=self.cache,
         )
 
     def _judged_side(self, level: int, every_parent: bool = False) -> _Judged:

@@ -13,6 +13,7 @@ May import: :mod:`rankeval.ranking.arrays` (and, for annotations only, :mod:`ran
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -76,6 +77,15 @@ class Numbering:
     def num_items(self) -> int:
         """Number of items."""
         return len(self.item_query)
+
+    @cached_property
+    def first_judgment(self) -> np.ndarray:
+        """The first row of ``qrels.table`` of each item (the judgments' file order; the int64
+        maximum for an unjudged item), built on first use (only ``tie_break="qrels"`` and
+        hTBG's reference ideal need it)."""
+        first = np.full(self.num_items, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first, self.qrels_item, np.arange(len(self.qrels_item)))
+        return first
 
 
 def number(qrels: Qrels, run: Run, sep: str | None, force_nested: bool = False) -> Numbering:

@@ -1,28 +1,27 @@
 """Formatting of result tables: trec, tsv, csv, json, jsonl, markdown, latex, and the formats
 plugins add (files are written by :mod:`rankeval.report.outputs`).
 
-Plugins extend the output through two hooks: ``register_formats`` adds an
-:class:`OutputFormat` (a name for ``-f`` and a function rendering :class:`Row` s), and
-``register_compat_modes`` adds a :class:`CompatMode` (a name for ``--compat``: how each measure
-is computed in that mode, with a default format and duplicate policy). :func:`output_formats`
-and :func:`compat_modes` list them for a registry.
+Plugins add a format through the ``register_formats`` hook: an
+:class:`~rankeval.extension.OutputFormat` (a name for ``-f`` and a function rendering
+:class:`~rankeval.extension.Row` s), which the registry keeps
+(:attr:`~rankeval.measures.registry.Registry.formats`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
-from rankeval.errors import PluginError, UsageError
-from rankeval.options import FORMATS  # the built-in formats (plugins add others: output_formats)
+from rankeval.errors import PluginError, UsageError, plugin_guard
+from rankeval.extension import OutputFormat, Row
+from rankeval.io.inputs import safe_name
+from rankeval.options import FORMATS  # the built-in formats (plugins add others: Registry.formats)
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from rankeval.measures.base import Measure
     from rankeval.measures.registry import Registry
 
 __all__ = [
@@ -31,21 +30,12 @@ __all__ = [
     "MARKDOWN_ESCAPES",
     "MAX_PRECISION",
     "TEX_ESCAPES",
-    "Command",
-    "CompatMode",
-    "OutputFormat",
-    "Row",
     "check_labels",
     "check_precision",
-    "compat_mode",
-    "compat_modes",
     "format_results",
     "format_value",
     "json_number",
     "json_text",
-    "output_formats",
-    "plugin_items",
-    "safe_name",
 ]
 
 #: the query column's text for the aggregate in the ``trec``, ``markdown`` and ``latex`` layouts
@@ -99,19 +89,6 @@ def format_value(v: float, integer: bool, precision: int | None) -> str:
     if precision is None:
         return repr(float(v))
     return f"{v:.{precision}f}"
-
-
-def safe_name(name: str) -> str:
-    """*name* as text every writer can encode: each byte of a file name that is not UTF-8
-    (which Python keeps as a lone surrogate) shown as ``\\xNN``."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        try:
-            return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        except UnicodeEncodeError:  # a surrogate that stands for no byte
-            return name.encode("utf-8", "backslashreplace").decode("utf-8")
-    return name
 
 
 def _columns(results: Any) -> tuple[dict[str, np.ndarray], set[str], set[str]]:
@@ -208,145 +185,6 @@ def json_text(objs: list[dict[str, Any]], fmt: str) -> str:
     return "".join(json.dumps(o, allow_nan=False) + "\n" for o in objs)
 
 
-class Row(NamedTuple):
-    """One result row as an :class:`OutputFormat` receives it."""
-
-    run: str
-    query_id: str | None  #: ``None`` for the aggregate
-    measure: str
-    value: float  #: ``nan`` when undefined
-    integer: bool  #: the value is a count or a rank: printed without decimals when whole
-
-
-@dataclass(frozen=True)
-class OutputFormat:
-    """An output format a plugin adds (``register_formats`` hook).
-
-    Attributes:
-        name: the name given to ``-f`` / ``format_results(fmt=...)``.
-        render: ``render(rows, precision)``: the text of the result :class:`Row` s (per run,
-            queries sorted with the aggregate, query id ``None``, last; measures as given; only
-            the aggregate rows unless ``-q``); *precision* is ``-p N`` or ``None``.
-        description: one line for ``--help``.
-    """
-
-    name: str
-    render: Callable[[list[Row], int | None], str]
-    description: str = ""
-
-
-@dataclass(frozen=True)
-class Command:
-    """A ``rankeval`` sub-command a plugin adds (``register_commands`` hook).
-
-    Attributes:
-        name: the command's name (``rankeval NAME ...``).
-        function: a function whose parameters are typer arguments and options (annotated
-            with ``typer.Argument`` / ``typer.Option``) and which returns the text to print on
-            standard output; it raises :class:`~rankeval.errors.RankevalError` subclasses for
-            bad input or usage, which the CLI reports as for its own commands.
-        help: one line for ``rankeval --help``.
-    """
-
-    name: str
-    function: Callable[..., str]
-    help: str = ""
-
-
-@dataclass(frozen=True)
-class CompatMode:
-    """A mode of ``--compat`` / ``evaluate(compat=...)`` that a plugin adds
-    (``register_compat_modes`` hook), to reproduce another tool's output.
-
-    Attributes:
-        name: the name given to ``--compat`` / ``compat=``.
-        apply: ``apply(measure)``: *measure* as computed in this mode, or ``None`` when the
-            mode does not concern it (an error if it concerns none of the measures asked for).
-        format: the output format of the CLI in this mode, unless ``-f`` is given.
-        on_duplicate: the rule for a document given twice for a query in this mode, unless
-            one is given.
-        aliases: the measure names of the other tool that this mode accepts, each mapped to
-            the rankeval name it means (``{"ap": "tar_ap"}``): spelled exactly so, they come
-            before every other name in the specs of this mode (and only in this mode).
-        names: the naming convention of the results in this mode (``"clef"``): each measure
-            is printed under the name a ``measure_name`` hook gives it in that convention.
-        description: one line for ``--help``.
-    """
-
-    name: str
-    apply: Callable[[Measure], Measure | None]
-    format: str | None = None
-    on_duplicate: str | None = None
-    aliases: Mapping[str, str] = field(default_factory=dict)
-    names: str | None = None
-    description: str = ""
-
-
-def plugin_items(
-    registry: Registry, hook: str, kind: type[OutputFormat | CompatMode | Command], taken: dict[str, str]
-) -> dict[str, tuple[str, Any]]:
-    """``{name: (plugin, item)}``: what the *hook* implementations of *registry*'s plugins
-    register (instances of *kind*, built-in plugins first). A name registered twice, or
-    already in *taken* (``{name: owner}``), is a :class:`~rankeval.errors.PluginError` naming
-    both; a hook that fails, or registers something else, is one naming its plugin."""
-    from rankeval.measures.plugins import hook_impls, plugin_guard
-
-    found: dict[str, tuple[str, Any]] = {}
-    owner = dict(taken)
-    for plugin, function in reversed(hook_impls(registry, hook)):
-
-        def register(item: Any, plugin: str = plugin) -> None:
-            if not isinstance(item, kind):
-                raise TypeError(f"registered {item!r}, which is not a {kind.__name__}")
-            if item.name in owner:
-                raise PluginError(
-                    f"{kind.__name__} {item.name!r} is registered by both {owner[item.name]} and plugin {plugin!r}"
-                )
-            owner[item.name] = f"plugin {plugin!r}"
-            found[item.name] = (plugin, item)
-
-        with plugin_guard(plugin, hook):
-            function(register=register)
-    return found
-
-
-def _registry(registry: Registry | None) -> Registry:
-    if registry is not None:
-        return registry
-    from rankeval.measures.plugins import load_registry
-
-    return load_registry()
-
-
-def output_formats(registry: Registry | None = None) -> list[str]:
-    """The names of every output format: the built-in :data:`FORMATS`, then those
-    *registry*'s plugins add (default registry: all installed plugins)."""
-    return [*FORMATS, *plugin_formats(registry)]
-
-
-def plugin_formats(registry: Registry | None) -> dict[str, tuple[str, OutputFormat]]:
-    """``{name: (plugin, format)}`` of every output format *registry*'s plugins add."""
-    taken = dict.fromkeys(FORMATS, "rankeval")
-    return plugin_items(_registry(registry), "register_formats", OutputFormat, taken)
-
-
-def compat_modes(registry: Registry | None = None) -> dict[str, tuple[str, CompatMode]]:
-    """``{name: (plugin, mode)}`` of every ``--compat`` mode *registry*'s plugins add
-    (default registry: all installed plugins)."""
-    return plugin_items(_registry(registry), "register_compat_modes", CompatMode, {"none": "rankeval"})
-
-
-def compat_mode(compat: str | None, registry: Registry | None = None) -> tuple[str, CompatMode] | None:
-    """``(plugin, mode)`` of the ``--compat`` mode named *compat*, or ``None`` for ``None`` and
-    ``"none"``; an unknown name is a :class:`~rankeval.errors.UsageError` listing the modes."""
-    if compat is None or compat == "none":
-        return None
-    modes = compat_modes(registry)
-    if compat not in modes:
-        raise UsageError(f"unknown compat {compat!r}; expected one of {', '.join(['none', *modes])}")
-    return modes[compat]
-
-
 def format_results(
     results: Any,
     fmt: str = "trec",
@@ -360,7 +198,7 @@ def format_results(
     Args:
         results: an :func:`rankeval.evaluate` DataFrame (``run, query_id, measure, value``)
             or the :class:`~rankeval.engine.evaluation.Results` of :func:`rankeval.engine.evaluation.evaluate_results`.
-        fmt: one of :data:`FORMATS`, or a format a plugin adds (:func:`output_formats`; e.g.
+        fmt: one of :data:`FORMATS`, or a format a plugin adds (``Registry.formats``; e.g.
             ``clef``, the CLEF TAR evaluator's layout, from the TAR plugin).
         per_query: include per-query rows (``-q``), not only the aggregate rows.
         precision: decimals; default 4 for trec/markdown/latex, full precision otherwise.
@@ -368,7 +206,9 @@ def format_results(
     """
     plugin_format = None
     if fmt not in FORMATS:
-        added = plugin_formats(registry)
+        from rankeval.measures.plugins import current_registry
+
+        added = current_registry(registry).formats
         if fmt not in added:
             raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join([*FORMATS, *added])}")
         plugin_format = added[fmt]
@@ -442,8 +282,6 @@ def _render(
     precision: int | None,
 ) -> str:
     """The text of a plugin's format, its code guarded."""
-    from rankeval.measures.plugins import plugin_guard
-
     plugin, output = plugin_format
     rows = [Row(*record, is_int) for record, is_int in zip(records, records_int, strict=True)]
     with plugin_guard(plugin, f"rendering format {fmt!r}"):
