@@ -74,7 +74,6 @@ __all__ = [
     "as_ir_measure",
     "compare",
     "evaluate",
-    "evaluate_results",
     "hookimpl",
     "load_registry",
     "param",
@@ -86,7 +85,7 @@ __all__ = [
 if TYPE_CHECKING:
     from rankeval import segments
     from rankeval.comparison.compare import Comparison
-    from rankeval.engine.evaluation import Block, Results, evaluate_results
+    from rankeval.engine.evaluation import Block, Results
     from rankeval.engine.random_ranking import RandomBaseline
     from rankeval.evaluator import Evaluator, compare, evaluate, random_baseline
     from rankeval.interop import as_ir_measure
@@ -108,7 +107,7 @@ def __getattr__(name: str) -> Any:
         from rankeval import evaluator
 
         return getattr(evaluator, name)
-    if name in ("evaluate_results", "Results", "Block"):
+    if name in ("Results", "Block"):
         from rankeval.engine import evaluation
 
         return getattr(evaluation, name)

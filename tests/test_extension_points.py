@@ -18,7 +18,6 @@ from typer.testing import CliRunner
 
 import rankeval
 from rankeval.cli.app import app
-from rankeval.engine.evaluation import evaluate_results
 from rankeval.engine.random_ranking import Candidates, random_models, random_positions
 from rankeval.errors import InputError, PluginError, RankevalWarning, UsageError
 from rankeval.io.data import as_qrels, as_run
@@ -279,7 +278,7 @@ def test_clef_compat_same_in_the_cli_and_the_api(tmp_path) -> None:
     specs = "threshold norm_threshold recall_threshold"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RankevalWarning)
-        api = evaluate_results(q, r, specs, options=rankeval.EvalOptions(compat="clef"))
+        api = rankeval.Evaluator(q, specs, options=rankeval.EvalOptions(compat="clef")).results(r)
         first = rankeval.evaluate(q, r, specs, options=rankeval.EvalOptions(compat="clef", on_duplicate="first"))
         with pytest.raises(InputError, match="duplicate document 'b'"):
             rankeval.evaluate(q, r, "tar_threshold tar_norm_threshold tar_recall_threshold")

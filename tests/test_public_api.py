@@ -168,7 +168,7 @@ OLD_KEYWORDS = [
     (rankeval.evaluate, {"docinfo": "x.docinfo"}),
     (rankeval.evaluate, {"compat": "clef"}),
     (rankeval.evaluate, {"dask": None}),
-    (rankeval.evaluate_results, {"nest_sep": None}),
+    (rankeval.Evaluator, {"nest_sep": None}),
     (rankeval.compare, {"test": "randomization"}),
     (rankeval.compare, {"max_docs": 10}),
     (rankeval.random_baseline, {"on_duplicate": "first"}),

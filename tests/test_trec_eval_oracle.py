@@ -22,7 +22,6 @@ from typer.testing import CliRunner
 
 import rankeval
 from rankeval.cli.app import app
-from rankeval.engine.evaluation import evaluate_results
 from rankeval.errors import SpecError
 from rankeval.measures.plugins import load_registry
 
@@ -109,7 +108,7 @@ def test_runid_is_the_last_lines_tag(tmp_path: Path, jobs: int, block_size: int 
     ]
     run = tmp_path / "r"
     run.write_text("".join(lines))
-    results = evaluate_results(qrels, run, ["P@1"], jobs=jobs, block_size=block_size)
+    results = rankeval.Evaluator(qrels, ["P@1"]).results(run, jobs=jobs, block_size=block_size)
     assert results.run_tags == {"r": "tag4"}
 
 

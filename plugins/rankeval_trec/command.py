@@ -1,7 +1,7 @@
 """``rankeval trec_eval``: trec_eval 9.0.8's command line and output, computed by rankeval.
 
 The measures come from :mod:`rankeval_trec.trec_names` (trec_eval's table, names, parameter
-forms and nicknames); the values from :func:`rankeval.evaluate_results`. In this mode
+forms and nicknames); the values from :meth:`rankeval.Evaluator.results`. In this mode
 trec_eval's own behaviour is reproduced on purpose (see ``docs/trec_eval.md``): scores read as
 float32, queries sorted as strings, means summed left to right over the evaluated queries,
 ``-c`` averaging over every query of the qrels (``num_q`` and ``num_rel`` counting them too),
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, ClassVar
 import numpy as np
 import typer
 
-from rankeval import Domain, EvalOptions, Measure, Qrels, evaluate_results, param
+from rankeval import Domain, EvalOptions, Evaluator, Measure, Qrels, param
 from rankeval.errors import InputError, UsageError
 from rankeval.segments import ordered_sum
 
@@ -161,7 +161,7 @@ def trec_eval(
         missing_zero=True, nest_sep=None, max_docs=max_docs, judged_only=judged_only, **DIALECT_OPTIONS
     )
     try:
-        results = evaluate_results(qrels_obj, run, computed or [GradeAt(pos=0)], options=options, jobs=jobs)
+        results = Evaluator(qrels_obj, computed or [GradeAt(pos=0)], options=options).results(run, jobs=jobs)
     except InputError as exc:
         raise _without_option_hint(exc) from None
     blocks = results.blocks if computed else []

@@ -100,16 +100,9 @@ class Comparison(ComparisonData):
         p_adjusted: ``(M, P)`` p-value after the correction for multiple comparisons.
         baseline: the reference run (the baseline; with ``pairs="all"``, the run that
             per-query differences and difference plots refer to).
-        pair_mode: ``"baseline"`` or ``"all"``.
-        test: the significance test.
-        correction: the correction for multiple comparisons.
-        family: what one family of comparisons is for the correction: the comparisons of
-            one ``"measure"``, or ``"all"`` comparisons.
-        alpha: significance level.
-        samples: resamples of the bootstrap/randomisation tests and intervals and random
-            orderings of the random baseline.
-        seed: seed of the random draws.
-        ci: ``"t"`` or ``"bootstrap"`` (percentile) intervals.
+        stats: the statistics options it was computed with (:class:`~rankeval.CompareOptions`:
+            pairs, test, correction, family, alpha, samples, seed, ci; ``stats.baseline`` as
+            asked, :attr:`baseline` the run it names).
         random: the random baseline's details, if asked for.
         integer_measures: measures whose values are counts.
         whole_measures: measures whose per-query values are whole numbers.
@@ -272,14 +265,7 @@ def _compared(inputs: _Inputs, plan: CompareOptions, progress: bool | None) -> C
         pairs=pair_list,
         p_adjusted=p_adj,
         baseline=names[inputs.base],
-        pair_mode=plan.pairs,
-        test=plan.test,
-        correction=plan.correction,
-        family=plan.family,
-        alpha=plan.alpha,
-        samples=plan.samples,
-        seed=plan.seed,
-        ci=plan.ci,
+        stats=plan,
         random=rb,
         integer_measures=set(inputs.results.integer_measures),
         whole_measures=set(inputs.results.whole_measures),

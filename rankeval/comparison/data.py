@@ -20,6 +20,7 @@ import numpy as np
 from rankeval.errors import UsageError
 from rankeval.io.inputs import safe_name
 from rankeval.measures.base import Measure
+from rankeval.options import CompareOptions
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -78,14 +79,7 @@ class ComparisonData:
     p_value: np.ndarray
     p_adjusted: np.ndarray
     baseline: str
-    pair_mode: str = "baseline"
-    test: str = "ttest"
-    correction: str = "none"
-    family: str = "measure"
-    alpha: float = 0.05
-    samples: int = 10_000
-    seed: int | None = 0
-    ci: str = "t"
+    stats: CompareOptions = field(default_factory=CompareOptions)
     random: RandomBaseline | None = None
     integer_measures: set[str] = field(default_factory=set)
     whole_measures: set[str] = field(default_factory=set)
@@ -95,7 +89,7 @@ class ComparisonData:
     def significant(self) -> np.ndarray:
         """``(M, P)`` whether each comparison is significant: ``p_adjusted < alpha``."""
         with np.errstate(invalid="ignore"):
-            return np.asarray(self.p_adjusted < self.alpha)
+            return np.asarray(self.p_adjusted < self.stats.alpha)
 
     def run_index(self, run: str) -> int:
         """Index of the run named *run*."""

@@ -213,7 +213,7 @@ def differences_figure(cmp: ComparisonData, measure: str, run: str, baseline: st
     p = cmp.pair_index(cmp.runs[r], cmp.runs[b])
     if p is not None and len(d):
         sign = 1 if cmp.pairs[p] == (r, b) else -1
-        label = "p" if cmp.correction == "none" else "adjusted p"
+        label = "p" if cmp.stats.correction == "none" else "adjusted p"
         title += (
             f" (mean difference {sign * cmp.difference[m, p]:+.4f}, {label} = {cmp.p_adjusted[m, p]:.3g})"
         )
@@ -362,7 +362,7 @@ def scores_figure(cmp: ComparisonData, measures: Sequence[str] | None = None) ->
         ax.set_title(cmp.measures[m])
         ax.set_xticks([])
         ax.grid(axis="x", visible=False)
-    axes[0].set_ylabel(f"score (whiskers: {100 * (1 - cmp.alpha):g}% CI)")
+    axes[0].set_ylabel(f"score (whiskers: {100 * (1 - cmp.stats.alpha):g}% CI)")
     _shared_legend(fig, handles, cmp.runs, fig.get_figwidth())
     return fig
 

@@ -144,7 +144,7 @@ def paper_table(
     if spread not in SPREADS:
         raise UsageError(f"unknown spread {spread!r}; expected one of {', '.join(SPREADS)}")
     tex = fmt == "latex"
-    letters = _letters(len(cmp.runs)) if cmp.pair_mode == "all" else []
+    letters = _letters(len(cmp.runs)) if cmp.stats.pairs == "all" else []
 
     def esc(s: str) -> str:
         return safe_name(s).translate(TEX_ESCAPES if tex else MARKDOWN_ESCAPES)
@@ -251,13 +251,13 @@ def _legend(cmp: ComparisonData, spread: str, tex: bool, letters: list[str]) -> 
     def esc(s: str) -> str:
         return safe_name(s).translate(TEX_ESCAPES if tex else MARKDOWN_ESCAPES)
 
-    alpha = f"$\\alpha$ = {cmp.alpha:g}" if tex else f"α = {cmp.alpha:g}"  # noqa: RUF001
-    test = TEST_NAMES[cmp.test]
-    if cmp.test in ("bootstrap", "randomization"):
-        test += f", {cmp.samples:,} resamples"
-    family = "per measure" if cmp.family == "measure" else "over all comparisons"
-    how = f"{test}, two-sided, {CORRECTION_NAMES[cmp.correction]}"
-    if cmp.correction != "none":
+    alpha = f"$\\alpha$ = {cmp.stats.alpha:g}" if tex else f"α = {cmp.stats.alpha:g}"  # noqa: RUF001
+    test = TEST_NAMES[cmp.stats.test]
+    if cmp.stats.test in ("bootstrap", "randomization"):
+        test += f", {cmp.stats.samples:,} resamples"
+    family = "per measure" if cmp.stats.family == "measure" else "over all comparisons"
+    how = f"{test}, two-sided, {CORRECTION_NAMES[cmp.stats.correction]}"
+    if cmp.stats.correction != "none":
         how += f" {family}"
     how += f", {alpha}"
     parts = ["Best value per measure in bold."]

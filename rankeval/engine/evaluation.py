@@ -16,19 +16,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankeval.engine.blockwise import Shared
-from rankeval.engine.prepare import Measures, Prepared, prepare
+from rankeval.engine.prepare import Prepared
 from rankeval.engine.runs import as_runs, run_items
 from rankeval.errors import InputError, UsageError
 from rankeval.io.blocks import DEFAULT_BLOCK_SIZE, is_text_run
 from rankeval.io.data import as_run
 from rankeval.measures.base import Measure
-from rankeval.options import EvalOptions
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from rankeval.engine.distributed import DaskOptions
-    from rankeval.measures.registry import Registry
 
 #: the engines by name (a :class:`~rankeval.engine.distributed.DaskOptions` is the Dask engine too)
 ENGINES = ("local", "dask")
@@ -40,7 +38,6 @@ __all__ = [
     "as_runs",
     "check_engine",
     "evaluate_prepared",
-    "evaluate_results",
 ]
 
 COLUMNS = ["run", "query_id", "measure", "value"]
@@ -151,24 +148,6 @@ def check_engine(engine: Any) -> None:
 
     if not isinstance(engine, DaskOptions):
         raise UsageError(f"engine must be one of {', '.join(ENGINES)} or a DaskOptions, not {engine!r}")
-
-
-def evaluate_results(
-    qrels: Any,
-    runs: Any,
-    measures: Measures,
-    *,
-    options: EvalOptions | None = None,
-    jobs: int | None = 1,
-    engine: str | DaskOptions = "local",
-    block_size: int | None = None,
-    registry: Registry | None = None,
-) -> Results:
-    """:meth:`rankeval.Evaluator.results` in one call: the evaluation as plain arrays (no
-    pandas); the arguments as for :func:`rankeval.evaluate`."""
-    return evaluate_prepared(
-        prepare(qrels, measures, options, registry), runs, jobs=jobs, engine=engine, block_size=block_size
-    )
 
 
 def evaluate_prepared(

@@ -197,7 +197,7 @@ def format_results(
 
     Args:
         results: an :func:`rankeval.evaluate` DataFrame (``run, query_id, measure, value``)
-            or the :class:`~rankeval.engine.evaluation.Results` of :func:`rankeval.engine.evaluation.evaluate_results`.
+            or the :class:`~rankeval.engine.evaluation.Results` of :meth:`rankeval.Evaluator.results`.
         fmt: one of :data:`FORMATS`, or a format a plugin adds (``Registry.formats``; e.g.
             ``clef``, the CLEF TAR evaluator's layout, from the TAR plugin).
         per_query: include per-query rows (``-q``), not only the aggregate rows.
