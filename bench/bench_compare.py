@@ -13,6 +13,14 @@ less closely (so that some differences are significant), then times, in fresh pr
 end to end (start-up, reading 1.7M run lines, evaluation, 64 bootstrap tests and intervals,
 output), median of --reps after one warm-up run. Acceptance target (docs: compare.md): < 30 s on the
 2-core machine. It also prints where the time goes, measured in this process.
+
+    python bench/bench_compare.py --large /tmp/bench7m --reps 3
+
+instead times, on a large run given twice (``DIR/run.txt`` as ``a=`` and ``b=``, qrels
+``DIR/qrels.txt``), ``rankeval QRELS a=RUN b=RUN -m AP -m nDCG@10`` against ``rankeval compare``
+with the same arguments (statistics included: the t-test and t intervals), wall and peak RSS
+(the child's ru_maxrss), median of --reps, and prints compare's ratios to evaluate's. Targets
+(issue 26): compare at most 1.1x evaluate's peak RSS and 1.2x its wall.
 """
 
 from __future__ import annotations
@@ -91,6 +99,27 @@ def breakdown(qrels: Path, runs: list[Path], samples: int, pairs: str) -> None:
     )
 
 
+def versus_evaluate(directory: Path, reps: int, extra: list[str]) -> None:
+    """``rankeval compare`` against ``rankeval`` (evaluate) on ``DIR/run.txt`` given twice."""
+    run, qrels = directory / "run.txt", directory / "qrels.txt"
+    args = [str(qrels), f"a={run}", f"b={run}", "-m", "AP", "-m", "nDCG@10", *extra]
+    lines = sum(1 for _ in run.open("rb"))
+    print(
+        f"{run}: {lines:,} lines, given twice; -m AP -m nDCG@10 {' '.join(extra)}; "
+        f"load {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores; median of {reps} after a warm-up"
+    )
+    figures = {}
+    for label, cmd in (("evaluate", args), ("compare", ["compare", *args])):
+        wall, rss, _ = timed(cmd, reps)
+        figures[label] = (wall, rss)
+        print(f"rankeval {' '.join(cmd)}\n  {label}: wall {wall:.2f} s, peak RSS {rss:.0f} MB")
+    (ew, er), (cw, cr) = figures["evaluate"], figures["compare"]
+    print(
+        f"compare / evaluate: wall {cw / ew:.2f}x (target <= 1.2: {'PASS' if cw <= 1.2 * ew else 'FAIL'}), "
+        f"peak RSS {cr / er:.2f}x (target <= 1.1: {'PASS' if cr <= 1.1 * er else 'FAIL'})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -102,7 +131,17 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=10_000)
     parser.add_argument("--pairs", choices=["baseline", "all"], default="baseline")
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument(
+        "--large",
+        type=Path,
+        metavar="DIR",
+        help="time compare against evaluate on DIR/run.txt given twice (qrels DIR/qrels.txt) instead",
+    )
+    parser.add_argument("--jobs", help="with --large: --jobs of both commands (default: theirs)")
     args = parser.parse_args()
+    if args.large is not None:
+        versus_evaluate(args.large, args.reps, [] if args.jobs is None else ["--jobs", args.jobs])
+        return
     runs = sorted(args.out.glob("run*.txt"))
     if len(runs) != args.runs or not (args.out / "qrels.txt").exists():
         runs = generate(args.out, args.runs, args.queries, args.docs, 200)

@@ -143,10 +143,21 @@ class Evaluator:
         return self.results(runs, jobs=jobs, engine=engine, block_size=block_size).to_frame()
 
     def compare(
-        self, runs: Any, *, stats: CompareOptions | None = None, progress: bool | None = None
+        self,
+        runs: Any,
+        *,
+        stats: CompareOptions | None = None,
+        jobs: int | None = 1,
+        engine: str | DaskOptions = "local",
+        block_size: int | None = None,
+        progress: bool | None = None,
     ) -> Comparison:
         """Compare runs: scores, paired significance tests, corrections, effect sizes and
         confidence intervals (no compat mode).
+
+        The runs are evaluated as :meth:`evaluate` evaluates them, by the block engine
+        (memory bounded by the block size with ``jobs=1``), and the statistics computed on
+        their per-query values: no run is read whole, but the random baseline's source run.
 
         Args:
             runs: two or more runs (a list, or ``{name: run}``), as for :meth:`evaluate`; one
@@ -156,14 +167,20 @@ class Evaluator:
             stats: the statistics (:class:`~rankeval.options.CompareOptions`: baseline, test,
                 correction, alpha, samples, seed, intervals, random baseline); default
                 ``CompareOptions()``.
+            jobs: as for :meth:`evaluate`.
+            engine: as for :meth:`evaluate`.
+            block_size: as for :meth:`evaluate`.
             progress: show a progress bar on stderr (default: when stderr is a terminal).
 
         Returns:
-            A :class:`~rankeval.Comparison`.
+            A :class:`~rankeval.Comparison`, the same whatever *jobs*, *engine* and
+            *block_size*.
         """
         from rankeval.comparison.compare import compare_prepared
 
-        return compare_prepared(self.prepared, runs, stats, progress)
+        return compare_prepared(
+            self.prepared, runs, stats, progress, jobs=jobs, engine=engine, block_size=block_size
+        )
 
     def random_baseline(
         self,
@@ -199,14 +216,21 @@ class Evaluator:
         )
 
     def curve(
-        self, runs: Any, template: str, *, jobs: int | None = 1, engine: str | DaskOptions = "local"
+        self,
+        runs: Any,
+        template: str,
+        *,
+        jobs: int | None = 1,
+        engine: str | DaskOptions = "local",
+        block_size: int | None = None,
     ) -> pd.DataFrame:
         """Each run's score as one parameter of a measure varies, with these qrels and options
-        (the measures of *template*, e.g. ``"hTBG@h={30s,1m,5m}"``, not the evaluator's):
+        (the measures of *template*, e.g. ``"hTBG@h={30s,1m,5m}"``, not the evaluator's), the
+        runs evaluated as :meth:`evaluate` does (*jobs*, *engine*, *block_size*):
         :func:`rankeval.comparison.curves.parameter_curve` documents the frame."""
         from rankeval.comparison.curves import curve_of
 
-        return curve_of(self.prepared, runs, template, jobs=jobs, engine=engine)
+        return curve_of(self.prepared, runs, template, jobs=jobs, engine=engine, block_size=block_size)
 
 
 def evaluate(

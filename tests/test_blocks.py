@@ -97,4 +97,4 @@ def test_default_block_size_gives_each_process_four_blocks():
     assert _block_size(2**30, 1) == DEFAULT_BLOCK_SIZE  # one process: the default
     assert _block_size(2**30, 2) == DEFAULT_BLOCK_SIZE  # 1 GiB / 8 is more than the default
     assert _block_size(2**30, 16) == 2**30 // 64  # 16 MiB: 64 blocks for 16 processes
-    assert _block_size(10 * 2**20, 16) == MIN_DEFAULT_BLOCK_SIZE  # never below 4 MiB
+    assert _block_size(100 * 2**20, 16) == MIN_DEFAULT_BLOCK_SIZE  # never below 4 MiB

@@ -223,9 +223,9 @@ def test_nested_run_all_tbg_measures(scheduler, tmp_path):
     same(qrels, run, NESTED, scheduler, block_sizes=(None, 300, 2000))
 
 
-def test_nested_compressed_run_blocks_evaluated_again(scheduler, tmp_path, monkeypatch):
-    """The flat last queries' blocks of a gzipped nested run are evaluated again as parts of
-    the nested collection: their bytes come back by cutting the file again, once."""
+def test_nested_compressed_run_is_cut_once(scheduler, tmp_path, monkeypatch):
+    """A gzipped nested run whose last queries are flat: the collection is known to be nested
+    from the qrels, so no block is evaluated again and the file is cut once."""
     from rankeval.engine import blockwise
 
     qrels, run = nested_collection(tmp_path, shuffle=False)
@@ -235,14 +235,14 @@ def test_nested_compressed_run_blocks_evaluated_again(scheduler, tmp_path, monke
     split = blockwise.split_run
     monkeypatch.setattr(blockwise, "split_run", lambda *a: cuts.append(a) or split(*a))
     same(qrels, gz, NESTED[:2], scheduler, block_sizes=(300,))
-    assert len(cuts) == 2 * 3  # per evaluation (jobs 1, jobs 2, Dask): the first round, one cut again
+    assert len(cuts) == 3  # per evaluation (jobs 1, jobs 2, Dask): one cut
 
 
-def test_unsorted_run_is_evaluated_whole_with_a_warning(scheduler, tmp_path):
-    """A run whose queries are not grouped: detected, evaluated whole, same values."""
+def test_unsorted_run_is_grouped_by_query_with_a_warning(scheduler, tmp_path):
+    """A run whose queries are not grouped: detected, grouped by query, same values."""
     qrels, run = nested_collection(tmp_path, shuffle=True)
     same(qrels, run, NESTED, scheduler)
-    with pytest.warns(rankeval.errors.RankevalWarning, match=r"n\.run: not sorted by query .* in memory"):
+    with pytest.warns(rankeval.errors.RankevalWarning, match=r"n\.run: not sorted by query .* grouped by query"):
         rankeval.evaluate(qrels, run, "AP", jobs=1, block_size=700)
 
 
@@ -416,6 +416,7 @@ def test_cli_engine_dask(scheduler, tmp_path):
     assert bad.exit_code == 2 and "unknown --engine" in bad.output
 
 
+@pytest.mark.slow
 def test_unreachable_scheduler_is_a_clear_error():
     from typer.testing import CliRunner
 

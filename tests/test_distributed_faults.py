@@ -114,6 +114,7 @@ def _freeze_one(monkeypatch: pytest.MonkeyPatch, found: list[psutil.Process]) ->
 BOUND = 45.0
 
 
+@pytest.mark.slow
 def test_frozen_worker_is_detected_and_its_tasks_run_elsewhere(workers, monkeypatch, capfd):
     frozen = _freeze_one(monkeypatch, workers)
     local = rankeval.evaluate(QRELS, RUN, ["AP", "nDCG@10", "P@5"])
@@ -127,6 +128,7 @@ def test_frozen_worker_is_detected_and_its_tasks_run_elsewhere(workers, monkeypa
     _quiet(capfd.readouterr().err)
 
 
+@pytest.mark.slow
 def test_frozen_worker_without_retries_is_a_clean_error_in_bounded_time(workers, monkeypatch, capfd):
     frozen = _freeze_one(monkeypatch, workers)
     start = time.monotonic()
@@ -147,6 +149,7 @@ def _pause(dask_worker: Any) -> None:
     dask_worker.status = Status.paused  # what Dask does at 80% of the memory limit
 
 
+@pytest.mark.slow
 def test_workers_paused_for_good_is_a_clean_error_in_bounded_time(workers, monkeypatch, capfd):
     """Workers paused at their memory limit (here: paused by hand) would wait for good."""
     recorded = dc._started

@@ -21,6 +21,8 @@ from latex2mathml.converter import convert
 
 from rankeval.measures.plugins import DEFAULT_PLUGINS
 
+pytestmark = pytest.mark.slow  # every test needs the site, built once: about 8 s on 2 cores
+
 ROOT = Path(__file__).resolve().parent.parent
 # pages with formulas, and one formula of each, as written between $...$ in the page
 FORMULAS = {

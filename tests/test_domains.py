@@ -619,6 +619,7 @@ def test_fuzz_any_text_is_a_spec_or_a_spec_error(text: str) -> None:
     assert _check_parse(REGISTRY, text) is None
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(_grammar(REGISTRY))
 def test_fuzz_spec_like_text_is_a_spec_or_a_spec_error(text: str) -> None:

@@ -243,7 +243,8 @@ def test_a_run_changed_while_read_is_an_error_naming_it(tmp_path, how, jobs):
 
 def test_every_read_of_a_run_comes_from_the_file_held_open(tmp_path, monkeypatch):
     """The evaluation opens a run file once: one descriptor for the cuts, the blocks and
-    an unsorted run's second reading (not a whole-file read by path), not one per block."""
+    an unsorted run's second reading, to group it by query (not a whole-file read by path), not
+    one per block."""
     from rankeval.io.data import Run
 
     run = tmp_path / "r.run"
@@ -270,9 +271,10 @@ def test_every_read_of_a_run_comes_from_the_file_held_open(tmp_path, monkeypatch
 
 
 # ------------------------------------------------------------------------ out of memory
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux (prlimit)")
 def test_an_unsorted_run_out_of_memory_ends_in_one_line(tmp_path):
-    """An unsorted run (evaluated whole, in memory) under address-space limits from just
+    """An unsorted run (grouped by query through part files) under address-space limits from just
     above what the program needs to start to what the evaluation needs: each try succeeds
     or ends in rankeval's one line — never pyarrow's abort (exit 134, ``ValueOrDie`` called
     on a failed allocation), never a traceback — and the advice names no engine."""

@@ -290,12 +290,6 @@ BUILTIN = ("evaluate", "compare", "measures", "plugins", "convert")
 # evaluate's options that compare does not take, and why
 EVALUATE_ONLY = {
     "--compat": "compare applies no compat mode (rankeval.compare refuses one)",
-    "--engine": "compare reads whole runs",
-    "--jobs": "compare reads whole runs",
-    "--block-size": "compare reads whole runs",
-    "--scheduler": "compare reads whole runs",
-    "--workers": "compare reads whole runs",
-    "--memory-limit": "compare reads whole runs",
 }
 
 

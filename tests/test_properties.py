@@ -40,6 +40,7 @@ def _values(frame: pd.DataFrame) -> dict[tuple[str, str], float]:
     }
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(data=qrels_and_run(), level=st.integers(1, 2))
 def test_matches_pytrec_eval(data, level):

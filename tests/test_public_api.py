@@ -176,7 +176,7 @@ OLD_KEYWORDS = [
 ]
 
 
-@pytest.mark.parametrize(("function", "keywords"), OLD_KEYWORDS, ids=lambda x: str(x))
+@pytest.mark.parametrize(("function", "keywords"), OLD_KEYWORDS, ids=lambda x: getattr(x, "__qualname__", str(x)))
 def test_the_old_keyword_forms_are_gone(function, keywords) -> None:
     """Options are given as ``options=EvalOptions(...)`` and ``stats=CompareOptions(...)``."""
     with pytest.raises(TypeError, match="unexpected keyword argument"):

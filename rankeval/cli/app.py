@@ -10,13 +10,13 @@ from typer.core import TyperGroup
 
 from rankeval.cli.common import (
     PlainHelpCommand,
+    block_size_of,
     cli_registry,
-    debug_enabled,
     emit,
+    engine_of,
     eval_options,
     handled,
     parse_measures,
-    parse_size,
     plain_help,
     precision_of,
     require_measures,
@@ -27,11 +27,15 @@ from rankeval.cli.common import (
 from rankeval.cli.compare import compare_cmd
 from rankeval.cli.shared_options import (
     RUNS_METAVAR,
+    BlockSizeOption,
     DebugOption,
     DocinfoOption,
+    EngineOption,
     FormatOption,
+    JobsOption,
     MaxDocsOption,
     MeasureOption,
+    MemoryLimitOption,
     NamesOption,
     NestSepOption,
     NoMissingZeroOption,
@@ -42,6 +46,8 @@ from rankeval.cli.shared_options import (
     PrecisionOption,
     QrelsArgument,
     RelLevelOption,
+    SchedulerOption,
+    WorkersOption,
     formats_help,
     on_duplicate_help,
 )
@@ -220,54 +226,12 @@ def evaluate_cmd(
             help=_choices_help(None)["compat"],
         ),
     ] = "none",
-    engine: Annotated[
-        str,
-        typer.Option(
-            "--engine",
-            metavar="ENGINE",
-            help="local (this machine) or dask (a Dask cluster): either way run files are "
-            "evaluated in blocks of whole queries, with the same results.",
-        ),
-    ] = "local",
-    jobs: Annotated[
-        int | None,
-        typer.Option(
-            "--jobs",
-            "-j",
-            metavar="N",
-            help="Local engine: processes evaluating blocks in parallel, this one and N-1 workers "
-            "(default: one per core; 1: this process, one block at a time, memory bounded by the "
-            "block size).",
-        ),
-    ] = None,
-    block_size: Annotated[
-        str | None,
-        typer.Option(
-            "--block-size",
-            metavar="SIZE",
-            help="Bytes of run text per block, e.g. 16MiB (default: 32MiB, or less so that each "
-            "process gets 4 blocks, down to 4MiB; at least 64KiB: a smaller size is raised to it); "
-            "the cut moves to the next query.",
-        ),
-    ] = None,
-    scheduler: Annotated[
-        str | None,
-        typer.Option("--scheduler", metavar="ADDRESS", help="With --engine dask: a running Dask scheduler."),
-    ] = None,
-    workers: Annotated[
-        int,
-        typer.Option(
-            "--workers", metavar="N", help="With --engine dask and no --scheduler: local worker processes."
-        ),
-    ] = 2,
-    memory_limit: Annotated[
-        str | None,
-        typer.Option(
-            "--memory-limit",
-            metavar="SIZE",
-            help="With --engine dask and no --scheduler: memory per worker, e.g. 2GB.",
-        ),
-    ] = None,
+    engine: EngineOption = "local",
+    jobs: JobsOption = None,
+    block_size: BlockSizeOption = None,
+    scheduler: SchedulerOption = None,
+    workers: WorkersOption = 2,
+    memory_limit: MemoryLimitOption = None,
     debug: DebugOption = False,
 ) -> None:
     """Score runs against qrels (the default command)."""
@@ -283,32 +247,18 @@ def evaluate_cmd(
         if registry is None:
             registry = cli_registry(plugin)
         measures = parse_measures(registry, measure, None if rel_level is None else {"rel": rel_level}, compat)
-        from rankeval.engine.evaluation import ENGINES
         from rankeval.evaluator import Evaluator
-        from rankeval.io.blocks import MIN_BLOCK_SIZE
 
-        check_choice("--engine", engine, ENGINES)
+        chosen = engine_of(engine, scheduler, workers, memory_limit, debug)
         check_choice("--names", names, registry.namings())
-        size = None if block_size is None else max(MIN_BLOCK_SIZE, parse_size(block_size, "--block-size"))
+        size = block_size_of(block_size)
         options = eval_options(no_missing_zero, nest_sep, max_docs, on_duplicate, docinfo, compat)
         evaluator = Evaluator(qrels, measures, options=options, registry=registry)
         with warnings_to_stderr():
-            chosen = _engine(engine, scheduler, workers, memory_limit, debug)
             results = evaluator.results(run_sources(run_args), jobs=jobs, engine=chosen, block_size=size)
         if names != "rankeval":
             results = results.renamed(registry.measure_names(measures, names))
         emit(format_results(results, fmt, per_query=per_query, precision=digits, registry=registry), output)
-
-
-def _engine(engine: str, scheduler: str | None, workers: int, memory_limit: str | None, debug: bool) -> Any:
-    """The engine of ``--engine``: ``"local"``, or the Dask engine's options."""
-    if engine == "local":
-        return engine
-    from rankeval.engine.distributed import DaskOptions
-
-    if workers < 1:
-        raise UsageError("--workers must be at least 1")
-    return DaskOptions(scheduler=scheduler, workers=workers, memory_limit=memory_limit, debug=debug_enabled(debug))
 
 
 def _compat_and_format(compat: str, fmt: str | None, plugin_opts: list[str]) -> tuple[Any, str]:

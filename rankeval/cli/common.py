@@ -43,9 +43,11 @@ if TYPE_CHECKING:
 __all__ = [
     "PlainHelpCommand",
     "RunArgument",
+    "block_size_of",
     "cli_registry",
     "debug_enabled",
     "emit",
+    "engine_of",
     "eval_options",
     "fail",
     "handled",
@@ -136,9 +138,9 @@ def _is_interrupt(exc: BaseException) -> bool:
 
 def _preload() -> None:
     """Import pyarrow and pandas before any work. pyarrow imports pandas lazily, on its first
-    compute call; a Ctrl-C landing inside that import leaves pandas half-initialised and
-    surfaces later as a TypeError instead of an interrupt. Inside a command only, so that
-    ``rankeval --help`` stays fast."""
+    compute call; a Ctrl-C landing inside that import leaves pandas half-initialised (or
+    pyarrow's import lock held) and surfaces later as a TypeError or a hang instead of an
+    interrupt. Inside a command only, so that ``rankeval --help`` stays fast."""
     import pandas  # noqa: F401
     import pyarrow.compute  # noqa: F401
 
@@ -437,6 +439,31 @@ def parse_size(text: str, option: str) -> int:
     if size < 1:
         raise UsageError(f"{option} takes a size such as 64MB, 1GiB or 1000000 (bytes), not {text!r}")
     return size
+
+
+def engine_of(engine: str, scheduler: str | None, workers: int, memory_limit: str | None, debug: bool) -> Any:
+    """The engine of ``--engine`` (one of :data:`~rankeval.engine.evaluation.ENGINES`):
+    ``"local"``, or the Dask engine's options (``--scheduler``, ``--workers``,
+    ``--memory-limit``)."""
+    from rankeval.engine.evaluation import ENGINES
+    from rankeval.options import check_choice
+
+    check_choice("--engine", engine, ENGINES)
+    if engine == "local":
+        return engine
+    from rankeval.engine.distributed import DaskOptions
+
+    if workers < 1:
+        raise UsageError("--workers must be at least 1")
+    return DaskOptions(scheduler=scheduler, workers=workers, memory_limit=memory_limit, debug=debug_enabled(debug))
+
+
+def block_size_of(text: str | None) -> int | None:
+    """The bytes of ``--block-size`` (at least :data:`~rankeval.io.blocks.MIN_BLOCK_SIZE`: a
+    smaller size is raised to it); ``None``: the engine's default."""
+    from rankeval.io.blocks import MIN_BLOCK_SIZE
+
+    return None if text is None else max(MIN_BLOCK_SIZE, parse_size(text, "--block-size"))
 
 
 def run_sources(args: list[RunArgument]) -> Any:

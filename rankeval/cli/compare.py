@@ -9,24 +9,30 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from rankeval.cli.common import (
+    block_size_of,
     cli_registry,
     emit,
+    engine_of,
     eval_options,
     handled,
     parse_measures,
     precision_of,
-    read_runs,
     require_measures,
     run_arguments,
+    run_sources,
     warnings_to_stderr,
 )
 from rankeval.cli.shared_options import (
     RUNS_METAVAR,
+    BlockSizeOption,
     DebugOption,
     DocinfoOption,
+    EngineOption,
     FormatOption,
+    JobsOption,
     MaxDocsOption,
     MeasureOption,
+    MemoryLimitOption,
     NamesOption,
     NestSepOption,
     NoMissingZeroOption,
@@ -37,6 +43,8 @@ from rankeval.cli.shared_options import (
     PrecisionOption,
     QrelsArgument,
     RelLevelOption,
+    SchedulerOption,
+    WorkersOption,
 )
 from rankeval.errors import UsageError
 from rankeval.options import (
@@ -176,6 +184,12 @@ def compare_cmd(
     nest_sep: NestSepOption = "/",
     on_duplicate: OnDuplicateOption = None,
     docinfo: DocinfoOption = None,
+    engine: EngineOption = "local",
+    jobs: JobsOption = None,
+    block_size: BlockSizeOption = None,
+    scheduler: SchedulerOption = None,
+    workers: WorkersOption = 2,
+    memory_limit: MemoryLimitOption = None,
     progress: Annotated[
         bool | None,
         typer.Option(
@@ -207,6 +221,7 @@ def compare_cmd(
         require_measures(measure)
         digits = precision_of(precision)
         run_args = run_arguments(runs)
+        from rankeval.comparison.compare import read_once
         from rankeval.comparison.curves import expand_template
         from rankeval.comparison.plots import plot_format_of
         from rankeval.comparison.tables import LATEX_WIDTH, check_width
@@ -220,6 +235,8 @@ def compare_cmd(
             [("-o", output), ("--plot", plot), ("--panels", panels)],
             [qrels, *(a.path for a in run_args), *(docinfo or [])],
         )
+        chosen = engine_of(engine, scheduler, workers, memory_limit, debug)
+        size = block_size_of(block_size)
         options = eval_options(no_missing_zero, nest_sep, max_docs, on_duplicate, docinfo)
         registry = cli_registry(plugin)
         check_choice("--names", names, registry.namings())
@@ -227,10 +244,11 @@ def compare_cmd(
         for template in curve:
             expand_template(template)  # a bad template fails before any work
         evaluator = Evaluator(qrels, measures, options=options, registry=registry)
-        run_objs = read_runs(run_args)
         with warnings_to_stderr():
-            result = evaluator.compare(run_objs, stats=stats, progress=progress)
-            curves = [evaluator.curve(run_objs, t) for t in curve]
+            sources = read_once(run_sources(run_args))  # stdin, read once for the curves too
+            how = {"jobs": jobs, "engine": chosen, "block_size": size}
+            result = evaluator.compare(sources, stats=stats, progress=progress, **how)
+            curves = [evaluator.curve(sources, t, **how) for t in curve]
         if names != "rankeval":
             result = _renamed(result, registry.measure_names(measures, names))
         text = result.format(

@@ -17,11 +17,15 @@ from rankeval.options import FORMATS
 
 __all__ = [
     "RUNS_METAVAR",
+    "BlockSizeOption",
     "DebugOption",
     "DocinfoOption",
+    "EngineOption",
     "FormatOption",
+    "JobsOption",
     "MaxDocsOption",
     "MeasureOption",
+    "MemoryLimitOption",
     "NamesOption",
     "NestSepOption",
     "NoMissingZeroOption",
@@ -32,6 +36,8 @@ __all__ = [
     "PrecisionOption",
     "QrelsArgument",
     "RelLevelOption",
+    "SchedulerOption",
+    "WorkersOption",
     "formats_help",
     "on_duplicate_help",
 ]
@@ -159,4 +165,50 @@ DocinfoOption = Annotated[
     ),
 ]
 
-
+# how runs are evaluated: the block engine's options (evaluate and compare)
+EngineOption = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        metavar="ENGINE",
+        help="local (this machine) or dask (a Dask cluster): either way run files are "
+        "evaluated in blocks of whole queries, with the same results.",
+    ),
+]
+JobsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        "-j",
+        metavar="N",
+        help="Local engine: processes evaluating blocks in parallel, this one and N-1 workers "
+        "(default: one per core; 1: this process, one block at a time, memory bounded by the "
+        "block size). Runs that fit in one block are evaluated in this process.",
+    ),
+]
+BlockSizeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--block-size",
+        metavar="SIZE",
+        help="Bytes of run text per block, e.g. 16MiB (default: 32MiB, or less so that each "
+        "process gets 4 blocks, down to 4MiB; at least 64KiB: a smaller size is raised to it); "
+        "the cut moves to the next query.",
+    ),
+]
+SchedulerOption = Annotated[
+    str | None,
+    typer.Option("--scheduler", metavar="ADDRESS", help="With --engine dask: a running Dask scheduler."),
+]
+WorkersOption = Annotated[
+    int,
+    typer.Option("--workers", metavar="N", help="With --engine dask and no --scheduler: local worker processes."),
+]
+MemoryLimitOption = Annotated[
+    str | None,
+    typer.Option(
+        "--memory-limit",
+        metavar="SIZE",
+        help="With --engine dask and no --scheduler: memory per worker, e.g. 2GB.",
+    ),
+]

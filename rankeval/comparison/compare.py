@@ -46,6 +46,7 @@ from rankeval.options import CIS, FAMILIES, PAIRS, CompareOptions
 if TYPE_CHECKING:
     import pandas as pd
 
+    from rankeval.engine.distributed import DaskOptions
     from rankeval.engine.evaluation import Results
     from rankeval.engine.prepare import Prepared
     from rankeval.engine.random_ranking import RandomBaseline
@@ -63,6 +64,7 @@ __all__ = [
     "curve_of",
     "expand_template",
     "parameter_curve",
+    "read_once",
 ]
 
 
@@ -183,11 +185,23 @@ class Comparison(ComparisonData):
 
 # --------------------------------------------------------------------------- compare
 def compare_prepared(
-    prepared: Prepared, runs: Any, stats: CompareOptions | None = None, progress: bool | None = None
+    prepared: Prepared,
+    runs: Any,
+    stats: CompareOptions | None = None,
+    progress: bool | None = None,
+    *,
+    jobs: int | None = 1,
+    engine: str | DaskOptions = "local",
+    block_size: int | None = None,
 ) -> Comparison:
     """Compare *runs* on a :class:`~rankeval.engine.prepare.Prepared` evaluation (its qrels,
     measures and options; no compat mode): scores, paired significance tests, corrections,
     effect sizes and confidence intervals.
+
+    The per-query values come from the block engine
+    (:func:`rankeval.engine.evaluation.evaluate_prepared`), as :func:`rankeval.evaluate`'s
+    do: no run is read whole (but the random baseline's source run, whose documents it
+    orders), and the statistics take the ``(runs, measures, queries)`` values only.
 
     Args:
         prepared: the qrels, measures and options. With ``missing_zero=False``, the queries a
@@ -198,49 +212,94 @@ def compare_prepared(
         stats: the statistics (:class:`~rankeval.options.CompareOptions`; default: its
             defaults).
         progress: show a progress bar on stderr (default: when stderr is a terminal).
+        jobs: as for :meth:`rankeval.Evaluator.evaluate`.
+        engine: as for :meth:`rankeval.Evaluator.evaluate`.
+        block_size: as for :meth:`rankeval.Evaluator.evaluate`.
 
     Returns:
-        A :class:`Comparison`.
+        A :class:`Comparison`, the same whatever *jobs*, *engine* and *block_size*.
 
     Raises:
         UsageError: fewer than two runs, an unknown baseline, *stats* not a
             :class:`~rankeval.options.CompareOptions`, or a compat mode.
     """
-    from rankeval.engine.evaluation import as_runs, evaluate_prepared
+    from rankeval.engine.evaluation import check_engine, evaluate_prepared
+    from rankeval.engine.runs import run_items
 
     if stats is None:
         stats = CompareOptions()
     elif not isinstance(stats, CompareOptions):
         raise UsageError(f"stats must be a rankeval.CompareOptions, not {stats!r}")
     prepared.check_no_compat("compare")
-    run_objs = as_runs(runs)
-    base, source = _roles(run_objs, stats.baseline, stats.random_baseline)
-    results = evaluate_prepared(prepared, run_objs)
-    inputs = _Inputs(prepared, run_objs, results, base, source if stats.random_baseline else None)
-    return _compared(inputs, stats, progress)
+    check_engine(engine)
+    runs = read_once(runs)
+    items = run_items(runs)
+    _check_count(len(items), stats.random_baseline)
+    results = evaluate_prepared(prepared, runs, jobs=jobs, engine=engine, block_size=block_size)
+    names = list(results.run_queries)  # in the order given, as the engine names them
+    sources = [_source(item) for _, item in items]
+    base, source = _roles(names, sources, stats.baseline, stats.random_baseline)
+    source_run = None
+    if stats.random_baseline:  # its candidates: the documents of a run, read whole
+        from rankeval.io.data import as_run
+
+        source_run = as_run(items[source][1], names[source])
+    return _compared(_Inputs(prepared, names, results, base, source_run), stats, progress)
+
+
+def read_once(runs: Any) -> Any:
+    """*runs* (as :func:`rankeval.evaluate` takes them) with those that can be read only once
+    (stdin ``-``, a pipe) read here, into :class:`~rankeval.Run` objects, so that they can be
+    evaluated again (curves, the random baseline); the block engine reads them whole anyway.
+    The others are left as they are: the engine reads files block by block."""
+    from collections.abc import Mapping
+
+    from rankeval.engine.runs import run_items
+    from rankeval.io.data import as_run
+    from rankeval.io.inputs import path_kind
+
+    items = run_items(runs)
+
+    def once(item: Any) -> bool:
+        return isinstance(item, (str, Path)) and path_kind(item) in ("stdin", "other")
+
+    if not any(once(item) for _, item in items):
+        return runs
+    read = [(name, as_run(item, name) if once(item) else item) for name, item in items]
+    if isinstance(runs, Mapping):  # runs by name (one run as a mapping is no path)
+        return {name: item for name, item in read}
+    return [item for _, item in read]
+
+
+def _source(item: Any) -> str | None:
+    """Where a run was read from: its path (or a :class:`~rankeval.Run`'s own source)."""
+    if isinstance(item, (str, Path)):
+        return str(item)
+    source = getattr(item, "source", None)
+    return source if isinstance(source, str) else None
 
 
 @dataclass
 class _Inputs:
-    """What a comparison starts from: the evaluation prepared, the runs read, their
+    """What a comparison starts from: the evaluation prepared, the runs' names, their
     evaluation, the roles."""
 
     prepared: Prepared
-    runs: list[Run]
+    names: list[str]
     results: Results
     base: int  # the baseline run
-    source: int | None  # the run whose documents the random baseline orders (None: no baseline)
+    source: Run | None  # the run whose documents the random baseline orders (None: no baseline)
 
 
 def _compared(inputs: _Inputs, plan: CompareOptions, progress: bool | None) -> Comparison:
     """The statistics of the comparison: the random baseline, the tests, the intervals."""
-    names = [r.name for r in inputs.runs]
+    names = list(inputs.names)
     specs = [str(m) for m in inputs.prepared.measures]
     blocks = _blocks(inputs.results, names, specs)
     with progress_bars(progress) as task:
         rb = None
         if inputs.source is not None:
-            rb = _random_baseline(inputs.prepared, inputs.runs[inputs.source], plan, task)
+            rb = _random_baseline(inputs.prepared, inputs.source, plan, task)
             names = [*names, RANDOM]
         query_ids, values, aggregate = _assemble(blocks, rb, len(names), len(specs))
         pair_list = _pairs(plan.pairs, len(names), inputs.base)
@@ -273,32 +332,34 @@ def _compared(inputs: _Inputs, plan: CompareOptions, progress: bool | None) -> C
     )
 
 
-def _roles(runs: Sequence[Run], baseline: str | None, random_baseline: bool | str) -> tuple[int, int]:
+def _check_count(runs: int, random_baseline: bool | str) -> None:
+    """A UsageError if there are too few runs to compare (checked before any is read)."""
+    if runs + bool(random_baseline) < 2:
+        raise UsageError(f"compare needs at least two runs (or one run and the random baseline); got {runs}")
+
+
+def _roles(
+    names: list[str], sources: list[str | None], baseline: str | None, random_baseline: bool | str
+) -> tuple[int, int]:
     """The indices of the baseline run and of the run whose documents the random baseline
-    orders; a UsageError if there are too few runs or a name is wrong."""
-    names = [r.name for r in runs]
-    if len(runs) + bool(random_baseline) < 2:
-        raise UsageError(
-            f"compare needs at least two runs (or one run and the random baseline); got {len(runs)}"
-        )
+    orders, given the runs' names and sources; a UsageError if a name is wrong."""
     if random_baseline and RANDOM in names:
         raise UsageError(f"a run is named {RANDOM!r}, the name of the random baseline; rename it")
-    base = _find_run(runs, baseline, "baseline") if baseline is not None else 0
+    base = _find_run(names, sources, baseline, "baseline") if baseline is not None else 0
     source = base
     if isinstance(random_baseline, str):
-        source = _find_run(runs, random_baseline, "random-baseline run")
+        source = _find_run(names, sources, random_baseline, "random-baseline run")
     return base, source
 
 
-def _find_run(runs: Sequence[Any], name: str, what: str) -> int:
+def _find_run(names: list[str], sources: list[str | None], name: str, what: str) -> int:
     """Index of the run named *name* (or read from the path *name*)."""
-    for i, r in enumerate(runs):
-        if r.name == name:
+    if name in names:
+        return names.index(name)
+    for i, source in enumerate(sources):
+        if source is not None and (source == name or Path(source) == Path(name)):
             return i
-    for i, r in enumerate(runs):
-        if r.source is not None and (r.source == name or Path(r.source) == Path(name)):
-            return i
-    raise UsageError(f"unknown {what} {name!r}; the runs are: {', '.join(r.name for r in runs)}")
+    raise UsageError(f"unknown {what} {name!r}; the runs are: {', '.join(names)}")
 
 
 # One block per run and measure: (run index, measure index, query ids, values, aggregate).

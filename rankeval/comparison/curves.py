@@ -91,6 +91,7 @@ def parameter_curve(
     options: EvalOptions | None = None,
     jobs: int | None = 1,
     engine: str | DaskOptions = "local",
+    block_size: int | None = None,
     registry: Registry | None = None,
 ) -> pd.DataFrame:
     """Each run's score as one parameter of a measure varies (e.g. hTBG against its
@@ -104,6 +105,7 @@ def parameter_curve(
         options: the evaluation options (:class:`~rankeval.options.EvalOptions`).
         jobs: as for :func:`rankeval.evaluate`.
         engine: as for :func:`rankeval.evaluate`.
+        block_size: as for :func:`rankeval.evaluate`.
         registry: measure registry.
 
     Returns:
@@ -115,14 +117,23 @@ def parameter_curve(
     from rankeval.engine.prepare import prepare
 
     specs = expand_template(template)[2]
-    return curve_of(prepare(qrels, specs, options, registry), runs, template, jobs=jobs, engine=engine)
+    prepared = prepare(qrels, specs, options, registry)
+    return curve_of(prepared, runs, template, jobs=jobs, engine=engine, block_size=block_size)
 
 
 def curve_of(
-    prepared: Prepared, runs: Any, template: str, *, jobs: int | None = 1, engine: str | DaskOptions = "local"
+    prepared: Prepared,
+    runs: Any,
+    template: str,
+    *,
+    jobs: int | None = 1,
+    engine: str | DaskOptions = "local",
+    block_size: int | None = None,
 ) -> pd.DataFrame:
     """:func:`parameter_curve` on a :class:`~rankeval.engine.prepare.Prepared` evaluation: its
-    qrels, options and registry, the measures of *template* (its own measures are not used)."""
+    qrels, options and registry, the measures of *template* (its own measures are not used).
+    The runs are evaluated by the block engine (*jobs*, *engine*, *block_size*: as for
+    :func:`rankeval.evaluate`), never read whole."""
     import pandas as pd
 
     from rankeval.engine.evaluation import evaluate_prepared
@@ -135,7 +146,7 @@ def curve_of(
     for i, m in enumerate(measures):
         v = getattr(m, name, None)
         xs.append(float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else float(i))
-    frame = evaluate_prepared(prepared, runs, jobs=jobs, engine=engine).to_frame()
+    frame = evaluate_prepared(prepared, runs, jobs=jobs, engine=engine, block_size=block_size).to_frame()
     frame = frame[frame["query_id"].isna()]  # the aggregate rows
     where = {str(m): i for i, m in enumerate(measures)}
     rows = [

@@ -5,22 +5,26 @@ block is a task: parse it, take the qrels of its queries (:meth:`~rankeval.Qrels
 align and compute every measure with the same code as a whole run
 (:class:`~rankeval.ranking.alignment.Alignment`,
 :func:`~rankeval.engine.scoring.evaluate_measure`), and send back per measure the per-query
-values and the measure's :meth:`~rankeval.Measure.aggregate_parts`. The driver then
+values and the measure's :meth:`~rankeval.Measure.aggregate_parts`. Whether the collection
+is nested (an item without children reads differently there) is decided once, from the
+qrels, before any block is cut (:attr:`Shared.nested`): each block is evaluated once (unless
+the qrels are flat and a run's own items nest: that run is evaluated again, as a nested
+collection). The driver then
 
-1. checks that no query turned up in two blocks of a run (an unsorted run): such a run is
-   evaluated again as one task, in memory (its blocks read again and put together), with a
-   warning;
+1. checks, as each block's values come back, that no query turned up in two blocks of a run
+   file (a run not sorted by query): such a run's remaining blocks are not evaluated; its
+   lines are grouped by query into temporary part files, in memory bounded by the block
+   size (:func:`rankeval.io.partition.partition_run`), each part one task, with a warning;
 2. evaluates the qrels' queries that no block retrieved (on an empty ranking, as a whole
    run does) as one more task;
-3. evaluates again, as parts of a nested collection, the tasks of a run that found no
-   nested item while others did (an item without children reads differently there);
-4. sorts each measure's values by query id and computes the aggregate from all of them
+3. sorts each measure's values by query id and computes the aggregate from all of them
    (:meth:`~rankeval.Measure.aggregate_from_parts`): the same numbers, in the same order,
    as one alignment of the whole run.
 
 Each run file is held open for the whole evaluation (:class:`~rankeval.io.blocks.RunFile`):
-every block, and every second reading of it, comes from the same file, and a file that
-changes meanwhile is an error naming it.
+every block, and the second reading of an unsorted one, comes from the same file, and a file
+that changes meanwhile is an error naming it. The part files live in a temporary directory
+removed when the evaluation ends, however it ends.
 
 Runs that are not files of TREC text (``-``, JSON, Parquet, DataFrames, dicts, :class:`Run`
 objects) are one task each, evaluated whole. The tasks of all runs form one list, which a
@@ -36,7 +40,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -46,6 +50,7 @@ from rankeval.errors import InputError, RankevalWarning, ResourceError, UsageErr
 from rankeval.io import trec as io
 from rankeval.io.blocks import RunBlock, RunFile, read_block, split_run
 from rankeval.io.data import Qrels, Run
+from rankeval.io.partition import RunPart, partition_run, read_part
 from rankeval.options import EvalOptions
 
 if TYPE_CHECKING:
@@ -69,25 +74,47 @@ __all__ = [
 @dataclass(frozen=True)
 class Shared:
     """What every task needs, sent once to each worker: the qrels (side files applied), the
-    measures as computed, and the evaluation options (duplicate rule resolved)."""
+    measures as computed, and the evaluation options (duplicate rule resolved).
+
+    :attr:`nested` is decided here, once, before any block is cut: whether the collection is
+    nested, i.e. the qrels hold an item ``PARENT/CHILD`` (``nest_sep``) whose parent the
+    qrels hold too, in the same query (:func:`rankeval.ranking.numbering.number` on the
+    qrels). Every task then evaluates its rows as parts of that collection; a block's own
+    run lines can still nest items within their query, as in a whole run (side files add
+    attributes, never items: they do not change it)."""
 
     qrels: Qrels
     measures: tuple[Measure, ...]
     options: EvalOptions
     plugins: tuple[str | None, ...] = ()
+    nested: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "nested", _qrels_nested(self.qrels, self.options.nest_sep))
+
+
+def _qrels_nested(qrels: Qrels, sep: str | None) -> bool:
+    """Whether *qrels* alone form a nested collection (see :class:`Shared`)."""
+    if not sep:
+        return False
+    from rankeval.ranking.numbering import number
+
+    return number(qrels, _empty_run("qrels"), sep).nested
 
 
 @dataclass(frozen=True)
 class Task:
-    """One unit of work: a block of a run file, a whole run in memory, or the qrels' queries
-    that a run does not retrieve (*rest*), for run number *run* named *name*."""
+    """One unit of work: a block of a run file, a part of an unsorted run file grouped by
+    query, a whole run in memory, or the qrels' queries that a run does not retrieve (*rest*),
+    for run number *run* named *name*."""
 
     run: int
     name: str
     block: RunBlock | None = None
     memory: Run | None = None
     rest: tuple[str, ...] | None = None
-    nested: bool = False
+    part: RunPart | None = None
+    nested: bool = False  # nested, though the qrels are not: the run's own items nest
     threads: bool = True
 
 
@@ -157,6 +184,12 @@ def run_task(shared: Shared, task: Task) -> BlockValues:
     if task.block is not None:
         table, lines = read_block(task.block, task.threads)
         run = Run(table, task.name, task.block.name, lines)
+    elif task.part is not None:
+        try:
+            table, lines = read_part(task.part)
+        except MemoryError:
+            raise _out_of_memory(task, task.part.rows) from None
+        run = Run(table, task.name, task.part.name, lines)
     elif task.memory is not None:
         run = task.memory
     else:
@@ -164,16 +197,21 @@ def run_task(shared: Shared, task: Task) -> BlockValues:
     try:
         return _evaluate(shared, run, task)
     except MemoryError:
-        if task.block is None:  # a run in memory, whole: the block size does not bound it
-            raise ResourceError(
-                f"out of memory while evaluating run {task.name} ({len(run):,} lines, in memory as a "
-                "whole): evaluate fewer runs at a time, or use a machine with more memory (a run "
-                "file sorted by query is evaluated in blocks, with bounded memory)"
-            ) from None
-        raise ResourceError(
-            f"out of memory while evaluating run {task.name} ({len(run):,} lines in this block): "
-            "lower --block-size or --jobs, or use a machine with more memory"
-        ) from None
+        raise _out_of_memory(task, len(run)) from None
+
+
+def _out_of_memory(task: Task, rows: int) -> ResourceError:
+    """The error for memory running out in *task*, of *rows* run lines."""
+    if task.memory is not None:  # a run in memory, whole: the block size does not bound it
+        return ResourceError(
+            f"out of memory while evaluating run {task.name} ({rows:,} lines, in memory as a "
+            "whole): evaluate fewer runs at a time, or use a machine with more memory (a run "
+            "file is evaluated in blocks, with bounded memory)"
+        )
+    return ResourceError(
+        f"out of memory while evaluating run {task.name} ({rows:,} lines in this block): "
+        "lower --block-size or --jobs, or use a machine with more memory"
+    )
 
 
 def _empty_run(name: str) -> Run:
@@ -229,7 +267,7 @@ def _evaluate(shared: Shared, run: Run, task: Task) -> BlockValues:
             nest_sep=opts.nest_sep,
             max_docs=opts.max_docs,
             on_duplicate=opts.duplicate_rule,
-            nested=task.nested,
+            nested=shared.nested or task.nested,
             judged_only=opts.judged_only and opts.max_docs is not None,
         )
         plugins = shared.plugins or (None,) * len(shared.measures)
@@ -253,8 +291,39 @@ class _RunState:
     source: Any  # the path (or glob), or the Run in memory
     file: bool
     files: list[str]  # the files of a path or glob, in order
-    tasks: list[Task]
-    values: list[BlockValues]
+    nested: bool  # its tasks evaluate a nested collection
+    values: list[BlockValues] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)  # the queries of its blocks so far
+    again: bool = False  # its values so far are dropped: evaluate it again (another round)
+    unsorted: str | None = None  # a query found in two blocks (a run file not sorted by query)
+    parts: list[RunPart] | None = None  # then its parts, grouped by query
+    last_tag: str | None = None  # and its file's last tag (the parts are not in file order)
+
+    def add(self, values: BlockValues) -> None:
+        """Keep a task's *values*, unless they show that the run file's tasks must be made
+        again: a query already seen in another block (a run not sorted by query: grouped by
+        query, then evaluated again), or nested items in a collection whose qrels are not
+        nested (the run's own items nest: every block evaluated again as part of a nested
+        collection, since an item without children reads differently there)."""
+        if self.again:
+            return  # (a block in flight when the run was found out)
+        queries = [str(q) for q in values.queries] if self.file else []
+        repeated = next((q for q in queries if q in self.seen), None)
+        if repeated is not None and len(self.files) > 1:
+            raise InputError(
+                f"query {repeated!r} appears in more than one place of the files this pattern matches; "
+                "expected each query's lines together (sort the files by query, e.g. 'sort -s -k1,1')",
+                source=str(self.source),
+            )
+        if repeated is not None:
+            self.unsorted = repeated
+        elif values.nested and not self.nested and self.file:
+            self.nested = True
+        else:
+            self.seen.update(queries)
+            self.values.append(values)
+            return
+        self.again, self.values, self.seen = True, [], set()
 
 
 class Sequential:
@@ -281,7 +350,8 @@ def evaluate_blocks(
     """Evaluate *runs* (``(name or None, path or Run)``; a path is a TREC file to cut into
     blocks) with *scheduler*: per run, its name and its values of each measure of *shared*
     (:func:`rankeval.engine.runs.unique_names` names the runs given without a name). Each
-    run file is opened once, when its first block is cut, and held open until the end.
+    run file is opened once, when its first block is cut, and held open until the end; the
+    part files of a run not sorted by query are removed at the end, however it ends.
 
     Raises:
         InputError: a run file cannot be read, holds a bad line, or changed while read.
@@ -295,16 +365,26 @@ def evaluate_blocks(
 
 class _HeldFiles:
     """The run files of an evaluation, each opened once (at its first use) and closed when
-    the evaluation ends (*stack*)."""
+    the evaluation ends (*stack*), and a temporary directory for part files, made at its
+    first use and removed then too."""
 
     def __init__(self, stack: Any) -> None:
         self.stack = stack
         self.files: dict[str, RunFile] = {}
+        self.temporary: str | None = None
 
     def __getitem__(self, path: str) -> RunFile:
         if path not in self.files:
             self.files[path] = self.stack.enter_context(RunFile(path))
         return self.files[path]
+
+    def directory(self) -> str:
+        """The temporary directory (removed when the evaluation ends)."""
+        if self.temporary is None:
+            import tempfile
+
+            self.temporary = self.stack.enter_context(tempfile.TemporaryDirectory(prefix="rankeval-"))
+        return self.temporary
 
 
 def _evaluate_runs(
@@ -314,34 +394,24 @@ def _evaluate_runs(
     block_size: int,
     files: _HeldFiles,
 ) -> list[RunValues]:
-    """:func:`evaluate_blocks` with its run files held in *files*."""
+    """:func:`evaluate_blocks` with its run files held in *files*: a round of all the runs'
+    tasks, then rounds of the run files to evaluate again (:meth:`_RunState.add`: at most two
+    more, and none for a run sorted by query whose qrels decide the nesting)."""
     states = [
-        _RunState(name, item, not isinstance(item, Run), run_files(item), [], []) for name, item in runs
+        _RunState(name, item, not isinstance(item, Run), run_files(item), shared.nested)
+        for name, item in runs
     ]
-    order: list[int] = []
-
-    def first_round() -> Iterator[Task]:
-        for i, state in enumerate(states):
-            if not state.file:
-                task = Task(i, state.source.name, memory=state.source, threads=scheduler.threads)
-                order.append(i)
-                state.tasks.append(task)
-                yield task
-                continue
-            for path in state.files:
-                for block in split_run(files[path], block_size):
-                    task = Task(i, _file_name(state), block=block, threads=scheduler.threads)
-                    order.append(i)
-                    state.tasks.append(replace(task, block=block.without_data()))
-                    yield task
-                    del task, block  # a compressed block's bytes: not kept while the next is cut
-
-    for k, values in enumerate(scheduler.map(first_round())):
-        states[order[k]].values.append(values)
+    todo = states
+    while todo:
+        order: list[_RunState] = []
+        for state in todo:
+            state.again = False
+        for k, values in enumerate(scheduler.map(_tasks(todo, order, scheduler, block_size, files))):
+            order[k].add(values)
+        todo = [state for state in states if state.again]
     for i, state in enumerate(states):
         if state.file:
-            _whole_queries(i, state, shared, block_size, files)
-    _nested_again(states, scheduler, block_size, files)
+            _rest(i, state, shared)
     names = _names(states)
     _warn_once(v for state in states for v in state.values)
     return [
@@ -352,10 +422,56 @@ def _evaluate_runs(
                 for k, m in enumerate(shared.measures)
             ],
             np.unique(np.concatenate([v.queries for v in state.values]).astype(str)),
-            next((v.tags[-1] for v in reversed(state.values) if v.tags), ""),
+            state.last_tag
+            if state.last_tag is not None
+            else next((v.tags[-1] for v in reversed(state.values) if v.tags), ""),
         )
         for name, state in zip(names, states, strict=True)
     ]
+
+
+def _tasks(
+    states: list[_RunState], order: list[_RunState], scheduler: Scheduler, block_size: int, files: _HeldFiles
+) -> Iterator[Task]:
+    """The tasks of *states*, one at a time, each run's appended to *order*: a run in memory
+    whole; a run file's blocks, cut as they are needed (no more once the run is found to need
+    another round), or its parts once it is found unsorted (:func:`_parts`)."""
+    for i, state in enumerate(states):
+        if not state.file:
+            order.append(state)
+            yield Task(i, state.source.name, memory=state.source, threads=scheduler.threads)
+            continue
+        name = _file_name(state)
+        if state.unsorted is not None:
+            for part in _parts(state, block_size, files, scheduler.threads):
+                order.append(state)
+                yield Task(i, name, part=part, nested=state.nested, threads=scheduler.threads)
+            continue
+        for path in state.files:
+            for block in split_run(files[path], block_size):
+                if state.again:
+                    break
+                order.append(state)
+                yield Task(i, name, block=block, nested=state.nested, threads=scheduler.threads)
+                del block  # a compressed block's bytes: not kept while the next is cut
+
+
+def _parts(state: _RunState, block_size: int, files: _HeldFiles, threads: bool) -> list[RunPart]:
+    """The parts of a run file found not sorted by query: its lines grouped by query into
+    part files (:func:`~rankeval.io.partition.partition_run`, one block in memory at a time),
+    once; with a warning."""
+    if state.parts is None:
+        warnings.warn(
+            RankevalWarning(
+                f"run {_file_name(state)}: not sorted by query (query {state.unsorted!r} appears in more "
+                "than one place): its lines are grouped by query through temporary files first (same "
+                "results, more time); sort it with 'sort -s -k1,1' to evaluate it in one pass"
+            ),
+            stacklevel=6,
+        )
+        grouped = partition_run(files[state.files[0]], block_size, files.directory(), threads)
+        state.parts, state.last_tag = grouped.parts, grouped.last_tag
+    return state.parts
 
 
 def run_files(item: Any) -> list[str]:
@@ -377,115 +493,19 @@ def _file_name(state: _RunState) -> str:
     return state.name or Path(str(state.source)).name
 
 
-def _whole_queries(i: int, state: _RunState, shared: Shared, block_size: int, files: _HeldFiles) -> None:
-    """After the blocks of a run file: an empty run is an error; a query in two blocks (an
-    unsorted run) has the run evaluated again whole, in memory (:func:`_read_whole`); the
-    qrels' queries that no block retrieved are evaluated on an empty ranking (in this
-    process: no run line)."""
-    name = _file_name(state)
+def _rest(i: int, state: _RunState, shared: Shared) -> None:
+    """After the blocks of a run file: an empty run is an error; the qrels' queries that no
+    block retrieved are evaluated on an empty ranking (in this process: no run line)."""
     if not sum(v.rows for v in state.values):
         for path in state.files:
             io.read_run_table(path)  # raises the whole-file reader's "empty run" error
         raise InputError("empty run: no run line in it", source=io.source_name(state.source))
-    seen = np.concatenate([v.queries for v in state.values])
-    unique, first, counts = np.unique(seen.astype(str), return_index=True, return_counts=True)
-    if (counts > 1).any():
-        again = str(unique[counts > 1][np.argmin(first[counts > 1])])
-        if len(state.files) > 1:
-            raise InputError(
-                f"query {again!r} appears in more than one place of the files this pattern matches; "
-                "expected each query's lines together (sort the files by query, e.g. 'sort -s -k1,1')",
-                source=str(state.source),
-            )
-        warnings.warn(
-            RankevalWarning(
-                f"run {name}: not sorted by query (query {again!r} appears in more than one place): "
-                "it is evaluated in memory, as a whole (same results; its memory is not bounded by "
-                "the block size); sort it with 'sort -s -k1,1' to evaluate it in blocks"
-            ),
-            stacklevel=4,
-        )
-        task = Task(i, name, memory=_read_whole(state, name, block_size, files))
-        state.tasks, state.values = [task], [run_task(shared, task)]
-        return
+    seen = np.unique(np.concatenate([v.queries for v in state.values]).astype(str))
     judged = shared.qrels.table.column("query_id").unique().cast("string").to_numpy(zero_copy_only=False)
-    rest = np.setdiff1d(judged.astype(str), unique, assume_unique=True)
+    rest = np.setdiff1d(judged.astype(str), seen, assume_unique=True)
     if len(rest):
-        task = Task(i, name, rest=tuple(rest.tolist()), nested=any(v.nested for v in state.values))
-        state.tasks.append(task)
+        task = Task(i, _file_name(state), rest=tuple(rest.tolist()), nested=state.nested)
         state.values.append(run_task(shared, task))
-
-
-def _read_whole(state: _RunState, name: str, block_size: int, files: _HeldFiles) -> Run:
-    """The run of a file read whole, in this process: its blocks read again (from the file
-    held open; a compressed one cut again) and put together. Each block is parsed as in
-    the first round (:func:`~rankeval.io.blocks.read_block`: pyarrow's threads only with
-    memory to spare), so that memory running out ends in an error, never an abort."""
-    import pyarrow as pa
-
-    from rankeval.io.fast_run import dictionary_encode
-
-    tables: list[pa.Table] = []
-    lines: list[np.ndarray] = []
-    try:
-        for task in _with_data(state.tasks, block_size, files):
-            assert task.block is not None
-            table, rows = read_block(task.block)
-            tables.append(table)
-            lines.append(rows)
-            del task, table, rows
-        whole = pa.concat_tables(tables)
-        del tables
-        columns = {
-            c: dictionary_encode(whole.column(c))
-            if pa.types.is_dictionary(whole.column(c).type)
-            else whole.column(c)
-            for c in whole.column_names
-        }
-        return Run(pa.table(columns), name, io.source_name(state.files[0]), np.concatenate(lines))
-    except (MemoryError, ResourceError):  # (read_block's own advice, a smaller block, would not help)
-        raise ResourceError(
-            f"out of memory while reading run {name} whole (it is not sorted by query, so it is "
-            "evaluated in memory): sort it with 'sort -s -k1,1' to evaluate it in blocks, or use a "
-            "machine with more memory",
-            source=io.source_name(state.files[0]),
-        ) from None
-
-
-def _nested_again(states: list[_RunState], scheduler: Scheduler, block_size: int, files: _HeldFiles) -> None:
-    """Evaluate again, as parts of a nested collection, the tasks of a run that found no
-    nested item when other tasks of the run did (until every task of each run agrees)."""
-    while True:
-        todo = [
-            (state, k)
-            for state in states
-            if any(v.nested for v in state.values)
-            for k, v in enumerate(state.values)
-            if not v.nested
-        ]
-        if not todo:
-            return
-        tasks = [replace(state.tasks[k], nested=True) for state, k in todo]  # (blocks without bytes)
-        results = scheduler.map(_with_data(tasks, block_size, files))
-        for (state, k), task, values in zip(todo, tasks, results, strict=True):
-            state.tasks[k] = task
-            state.values[k] = values
-
-
-def _with_data(tasks: list[Task], block_size: int, files: _HeldFiles) -> Iterator[Task]:
-    """*tasks*, one at a time, the blocks of compressed files with their bytes back: each
-    file (held open in *files*) is cut again, as a stream, once for all its blocks in file
-    order (plain files' blocks are read from their byte range where they are evaluated)."""
-    cuts: dict[str, Iterator[RunBlock]] = {}
-    for task in tasks:
-        block = task.block
-        if block is not None and block.compressed and block.data is None:
-            found = next((b for b in cuts.get(block.path, iter(())) if b.start == block.start), None)
-            if found is None:  # an earlier block than the last one found: cut the file again
-                cuts[block.path] = split_run(files[block.path], block_size)
-                found = next(b for b in cuts[block.path] if b.start == block.start)
-            task = replace(task, block=found)
-        yield task
 
 
 def _names(states: list[_RunState]) -> list[str]:

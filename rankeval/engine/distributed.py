@@ -92,10 +92,14 @@ class DaskScheduler:
             return iter(dask_cluster.compute(graph))
 
     def _with_bytes(self, task: Task) -> Task:
-        """*task* carrying its block's bytes for a cluster given by address (its workers
-        may not see this machine's files)."""
+        """*task* carrying its block's (or part file's) bytes for a cluster given by address
+        (its workers may not see this machine's files)."""
+        if not self.send_bytes:
+            return task
+        if task.part is not None:
+            return replace(task, part=task.part.with_data())
         block = task.block
-        if not self.send_bytes or block is None or block.data is not None:
+        if block is None or block.data is not None:
             return task
         return replace(task, block=replace(block, data=block.bytes()))
 

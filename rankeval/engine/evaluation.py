@@ -183,8 +183,8 @@ def _evaluate_blocks(
     engine: str | DaskOptions,
 ) -> None:
     """Evaluate the runs with the block engine (:mod:`rankeval.engine.blockwise`) into *out*:
-    in this process (``jobs=1``, or a small input), in a pool of ``jobs`` worker processes
-    (default: one per core), or on Dask (*engine* ``"dask"`` or a
+    in this process (``jobs=1``, or run text that fits in one block: :func:`_block_size`), in a
+    pool of ``jobs`` worker processes (default: one per core), or on Dask (*engine* ``"dask"`` or a
     :class:`~rankeval.engine.distributed.DaskOptions`)."""
     from rankeval.engine import blockwise
 
@@ -257,10 +257,12 @@ def _block_size(text_bytes: int, processes: Any) -> int:
     """The default block size: :data:`~rankeval.io.blocks.DEFAULT_BLOCK_SIZE`, or smaller so
     that each of *processes* (if several) gets at least 4 blocks of the *text_bytes* (but
     not below :data:`~rankeval.io.blocks.MIN_DEFAULT_BLOCK_SIZE`): the last blocks of the
-    run then end at about the same time on every process."""
+    run then end at about the same time on every process. Text that fits in one default
+    block stays one block, which this process evaluates (a worker would take longer to start
+    than the block takes: see :func:`~rankeval.engine.local_pool.local_scheduler`)."""
     from rankeval.io.blocks import MIN_DEFAULT_BLOCK_SIZE
 
-    if not isinstance(processes, int) or processes < 2:
+    if not isinstance(processes, int) or processes < 2 or text_bytes <= DEFAULT_BLOCK_SIZE:
         return DEFAULT_BLOCK_SIZE
     return max(MIN_DEFAULT_BLOCK_SIZE, min(DEFAULT_BLOCK_SIZE, text_bytes // (4 * processes)))
 

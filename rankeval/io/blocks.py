@@ -4,8 +4,9 @@ TREC runs are written query by query. :func:`split_run` reads a run file (plain,
 compressed and decompressed as a stream) once, front to back, and cuts it into blocks of
 about ``block_size`` bytes, each cut moved forward to the next line whose query id differs
 from the line before it (a scan of a few lines). Every block therefore holds whole queries
-— unless the run is not sorted by query, which the engine detects afterwards (a query in
-two blocks) and handles by evaluating the run in memory.
+— unless the run is not sorted by query, which the engine detects as the blocks' values come
+back (a query in two blocks) and handles by grouping the run by query first
+(:mod:`rankeval.io.partition`).
 
 :func:`read_block` parses one block as the whole-file reader parses a file: the fast path
 (pyarrow's CSV reader, :mod:`rankeval.io.fast_run`) for clean text, the general path
