@@ -379,7 +379,9 @@ def test_a_stop_signal_while_grouping_removes_the_temporary_files(tmp_path, jobs
     deadline = time.monotonic() + 60
     while not any(temporary.rglob("*.arrow")) and child.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
-    assert child.poll() is None, "the command ended before it wrote a part file"
+    if child.poll() is not None:
+        _, err = child.communicate()
+        pytest.fail(f"the command ended (exit {child.returncode}) before it wrote a part file: {err}")
     child.send_signal(signal.SIGTERM)
     _, err = child.communicate(timeout=60)
     assert child.returncode != 0
