@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import random
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -353,7 +354,7 @@ def test_a_part_larger_than_the_block_size_is_spread_again(tmp_path):
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
-def test_a_stop_signal_while_grouping_removes_the_temporary_files(tmp_path, jobs):
+def test_a_stop_signal_while_grouping_removes_the_temporary_files(tmp_path, jobs, request):
     """The command stopped by SIGTERM while an unsorted run is grouped or its parts are
     evaluated: its one line, and no part file left in ``$TMPDIR``."""
     import os
@@ -366,8 +367,12 @@ def test_a_stop_signal_while_grouping_removes_the_temporary_files(tmp_path, jobs
     run = write(tmp_path / "r.run", chunk_shuffled(lines, 3333), False)
     qrels = tmp_path / "q.qrels"
     qrels.write_text("".join(f"{q} 0 D{d} 1\n" for q in range(2000) for d in range(0, 100, 7)))
-    temporary = tmp_path / "tmp"
-    temporary.mkdir()
+    # a short $TMPDIR: the worker pool's AF_UNIX socket lives there, and its path may not be
+    # longer than 107 bytes (pytest-xdist's tmp_path can be)
+    import tempfile
+
+    temporary = Path(tempfile.mkdtemp(prefix="rv-", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(temporary, ignore_errors=True))
     argv = [sys.executable, "-m", "rankeval.cli", str(qrels), str(run), "-m", "AP", "--jobs", str(jobs)]
     child = subprocess.Popen(
         [*argv, "--block-size", "64KiB", "-o", str(tmp_path / "out.txt")],
