@@ -137,17 +137,14 @@ class _Evaluation:
         self.measure, self.plugin = resolved.measures[0], resolved.plugins[0]
 
     def __call__(self, qrels: pd.DataFrame, run: pd.DataFrame) -> list[tuple[Any, QueryValue]]:
-        from rankeval.engine.scoring import evaluate_measure
+        from rankeval.engine.scoring import aligned, evaluate_measure
         from rankeval.io.data import Qrels, Run
-        from rankeval.ranking.alignment import Alignment
 
         opts = self.resolved.options
-        alignment = Alignment(
+        alignment = aligned(
             self.resolved.read_qrels(Qrels.from_frame(qrels, "<ir_measures qrels>")),
             Run.from_frame(run, "run"),
-            nest_sep=opts.nest_sep,
-            max_docs=opts.max_docs,
-            on_duplicate=opts.duplicate_rule,
+            opts,
         )
         view, ids, values, index = evaluate_measure(
             alignment, self.measure, opts.missing_zero, plugin=self.plugin

@@ -29,6 +29,7 @@ __all__ = [
     "PLOT_FORMATS",
     "SPREADS",
     "TESTS",
+    "TIE_RULES",
     "CompareOptions",
     "EvalOptions",
     "check_choice",
@@ -59,6 +60,11 @@ FORMATS = ("trec", "tsv", "csv", "json", "jsonl", "markdown", "latex")
 SPREADS = ("none", "std", "se")
 #: file formats of the plots
 PLOT_FORMATS = ("png", "pdf", "svg")
+#: which ranking is scored when scores tie (docs/ties.md): trec_eval's rule (score descending,
+#: then doc id descending), the file's order among equal scores, the tie-aware expected value
+#: over all orders of each tied group (McSherry & Najork, ECIR 2008), and the best and worst
+#: orders (the judged items of higher grade first, or last)
+TIE_RULES = ("trec_eval", "given", "expected", "best", "worst")
 
 
 def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
@@ -124,11 +130,17 @@ class EvalOptions:
         float32_scores: round every score to the nearest float32 first, as trec_eval 9 reads
             them (:meth:`~rankeval.Run.with_float32_scores`): scores that differ only beyond
             float32's precision then tie.
+        ties: which ranking is scored when scores tie within a query (:data:`TIE_RULES`,
+            docs/ties.md): ``"trec_eval"`` (default: doc id descending; an hTBG JSON run keeps
+            its qrels order, as the hTBG reference), ``"given"`` (the run's line order),
+            ``"expected"`` (the mean over all orders of each tied group, exact: measures
+            without an exact method are refused), ``"best"`` / ``"worst"`` (the judged items
+            of higher grade first / last, unjudged ones last / first).
 
     Raises:
         UsageError: *max_docs* is not ``None`` or an integer from 1 to 2**31 - 1; *nest_sep*
             is not ``None`` or a non-empty string without whitespace; *judged_only* or
-            *float32_scores* is not a bool.
+            *float32_scores* is not a bool; *ties* is not one of :data:`TIE_RULES`.
     """
 
     missing_zero: bool = True
@@ -139,9 +151,11 @@ class EvalOptions:
     compat: str | None = None
     judged_only: bool = False
     float32_scores: bool = False
+    ties: str = "trec_eval"
 
     def __post_init__(self) -> None:
         max_docs, nest_sep = self.max_docs, self.nest_sep
+        check_choice("tie rule", self.ties, TIE_RULES)
         for flag in ("judged_only", "float32_scores"):
             if not isinstance(getattr(self, flag), bool):
                 raise UsageError(f"{flag} must be True or False, not {getattr(self, flag)!r}")

@@ -417,7 +417,7 @@ LAYERS = [
     ("rankeval.measures",),
     ("rankeval.engine",),
     ("rankeval.report",),
-    ("rankeval.comparison",),
+    ("rankeval.comparison", "rankeval.meta"),
     # the command, the public API, its evaluator object and its adapter to ir_measures: the top
     ("rankeval.cli", "rankeval.examples", "rankeval.interop", "rankeval.evaluator", "rankeval"),
 ]

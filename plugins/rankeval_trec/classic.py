@@ -18,6 +18,15 @@ from rankeval import Domain, Measure, param
 from rankeval.segments import safe_divide, segment_cumsum, segment_position
 
 from .gains import GAINS_HELP, gained_rows, ideal, parse_gains
+from .ties import (
+    expected_bpref_terms,
+    expected_first_reciprocal,
+    expected_precisions,
+    mean_discount,
+    none_in_top,
+    per_group,
+    top_share,
+)
 
 if TYPE_CHECKING:
     from rankeval import RankedLists
@@ -61,6 +70,10 @@ class AP(Measure):
         if self.k is not None:
             precision = precision * (rank < self.k)
         return safe_divide(data.query_sum(rows, precision), data.num_rel(self.rel))
+
+    def expected(self, data: RankedLists) -> np.ndarray:
+        relevant = per_group(data, data.relevant_rows(self.rel))
+        return safe_divide(expected_precisions(data, relevant, self.k), data.num_rel(self.rel))
 
 
 @dataclass(frozen=True)
@@ -114,6 +127,16 @@ class NDCG(Measure):
         cut = best.count if self.k is None else np.full(data.num_queries, self.k)
         return safe_divide(dcg, best.dcg_at(np.arange(data.num_queries), cut))
 
+    def expected(self, data: RankedLists) -> np.ndarray:
+        # gain times the mean discount over the ranks of the row's tied group; the ideal
+        # ranking does not depend on the run
+        table = parse_gains(self.gains)
+        g = gained_rows(data, table)
+        dcg = data.query_sum(g.rows, g.gain * mean_discount(data, g.rows, self.k))
+        best = ideal(data, table)
+        cut = best.count if self.k is None else np.full(data.num_queries, self.k)
+        return safe_divide(dcg, best.dcg_at(np.arange(data.num_queries), cut))
+
 
 @dataclass(frozen=True)
 class P(Measure):
@@ -136,6 +159,12 @@ class P(Measure):
             return safe_divide(found, data.counts.astype(float))
         return found / self.k
 
+    def expected(self, data: RankedLists) -> np.ndarray:
+        if self.k is None:
+            return self.compute(data)  # the retrieved set: no order
+        rows = data.relevant_rows(self.rel)
+        return data.query_sum(rows, top_share(data, rows, self.k)) / self.k
+
 
 @dataclass(frozen=True)
 class R(Measure):
@@ -155,6 +184,11 @@ class R(Measure):
 
     def compute(self, data: RankedLists) -> np.ndarray:
         return safe_divide(_found(data, self.rel, self.k), data.num_rel(self.rel))
+
+    def expected(self, data: RankedLists) -> np.ndarray:
+        rows = data.relevant_rows(self.rel)
+        found = data.query_sum(rows, top_share(data, rows, self.k))
+        return safe_divide(found, data.num_rel(self.rel))
 
 
 @dataclass(frozen=True)
@@ -181,6 +215,10 @@ class RR(Measure):
             first[first >= self.k] = -1
         return safe_divide(np.ones(len(first)), np.where(first >= 0, first + 1.0, 0.0))
 
+    def expected(self, data: RankedLists) -> np.ndarray:
+        relevant = per_group(data, data.relevant_rows(self.rel))
+        return expected_first_reciprocal(data, relevant, self.k)
+
 
 @dataclass(frozen=True)
 class Rprec(Measure):
@@ -198,6 +236,11 @@ class Rprec(Measure):
         rows = data.relevant_rows(self.rel)
         found = data.query_sum(rows, data.rank_of(rows) < num_rel[data.query[rows]])
         return safe_divide(found, num_rel)
+
+    def expected(self, data: RankedLists) -> np.ndarray:
+        num_rel = data.num_rel(self.rel)
+        rows = data.relevant_rows(self.rel)
+        return safe_divide(data.query_sum(rows, top_share(data, rows, num_rel)), num_rel)
 
 
 @dataclass(frozen=True)
@@ -232,6 +275,17 @@ class Bpref(Measure):
         contrib = np.where(nonrel_above > 0, 1.0 - penalty, 1.0)
         return safe_divide(data.query_sum(rows, contrib * hit), num_rel)
 
+    def expected(self, data: RankedLists) -> np.ndarray:
+        rows, rel = data.judged_rows()
+        relevant = per_group(data, rows[rel >= self.rel])
+        nonrel = per_group(data, rows[(rel >= 0) & (rel < self.rel)])
+        num_rel = data.num_rel(self.rel)
+        jrel = data.judged.relevance
+        num_nonrel = np.bincount(
+            data.judged.query, weights=(jrel >= 0) & (jrel < self.rel), minlength=data.num_queries
+        )
+        return safe_divide(expected_bpref_terms(data, relevant, nonrel, num_rel, num_nonrel), num_rel)
+
 
 @dataclass(frozen=True)
 class Success(Measure):
@@ -250,6 +304,12 @@ class Success(Measure):
     def compute(self, data: RankedLists) -> np.ndarray:
         return (_found(data, self.rel, self.k) > 0).astype(float)
 
+    def expected(self, data: RankedLists) -> np.ndarray:
+        if self.k is None:
+            return self.compute(data)  # the retrieved set: no order
+        relevant = per_group(data, data.relevant_rows(self.rel))
+        return 1.0 - none_in_top(data, relevant, self.k)
+
 
 @dataclass(frozen=True)
 class NumRet(Measure):
@@ -265,6 +325,9 @@ class NumRet(Measure):
 
     def compute(self, data: RankedLists) -> np.ndarray:
         return data.counts.astype(float)
+
+    def expected(self, data: RankedLists) -> np.ndarray:
+        return self.compute(data)  # a count of the retrieved set: no order
 
 
 @dataclass(frozen=True)
@@ -283,6 +346,9 @@ class NumRel(Measure):
     def compute(self, data: RankedLists) -> np.ndarray:
         return data.num_rel(self.rel).astype(float)
 
+    def expected(self, data: RankedLists) -> np.ndarray:
+        return self.compute(data)  # a count of the retrieved set: no order
+
 
 @dataclass(frozen=True)
 class NumRelRet(Measure):
@@ -299,6 +365,9 @@ class NumRelRet(Measure):
 
     def compute(self, data: RankedLists) -> np.ndarray:
         return _found(data, self.rel, None)
+
+    def expected(self, data: RankedLists) -> np.ndarray:
+        return self.compute(data)  # a count of the retrieved set: no order
 
 
 @dataclass(frozen=True)
@@ -319,3 +388,10 @@ class Judged(Measure):
         judged = data.query_sum(rows, None if self.k is None else data.rank_of(rows) < self.k)
         shown = data.counts if self.k is None else np.minimum(data.counts, self.k)
         return safe_divide(judged, shown.astype(float))
+
+    def expected(self, data: RankedLists) -> np.ndarray:
+        if self.k is None:
+            return self.compute(data)  # the retrieved set: no order
+        rows, _ = data.judged_rows()
+        judged = data.query_sum(rows, top_share(data, rows, self.k))
+        return safe_divide(judged, np.minimum(data.counts, self.k).astype(float))

@@ -234,8 +234,7 @@ def _evaluate(shared: Shared, run: Run, task: Task) -> BlockValues:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from rankeval.engine.scoring import evaluate_measure
-    from rankeval.ranking.alignment import Alignment
+    from rankeval.engine.scoring import aligned, evaluate_measure
 
     qid = run.table.column("query_id")
     queries = pc.unique(qid)
@@ -254,22 +253,10 @@ def _evaluate(shared: Shared, run: Run, task: Task) -> BlockValues:
         tags = [t for t in tags if t != last] + [last]
     rows = len(run)
     opts = shared.options
-    if opts.float32_scores:
-        run = run.with_float32_scores()
-    if opts.judged_only and opts.max_docs is None:  # (with -M: after the cut, in Alignment)
-        run = run.judged_only(qrels)
     out: list[PartValues] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        alignment = Alignment(
-            qrels,
-            run,
-            nest_sep=opts.nest_sep,
-            max_docs=opts.max_docs,
-            on_duplicate=opts.duplicate_rule,
-            nested=shared.nested or task.nested,
-            judged_only=opts.judged_only and opts.max_docs is not None,
-        )
+        alignment = aligned(qrels, run, opts, nested=shared.nested or task.nested)
         plugins = shared.plugins or (None,) * len(shared.measures)
         for measure, plugin in zip(shared.measures, plugins, strict=True):
             view, ids, values, index = evaluate_measure(

@@ -26,16 +26,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from rankeval.errors import PluginError, SpecError, UsageError, plugin_guard
+from rankeval.errors import PluginError, SpecError, UsageError, plugin_guard, plugin_of
 from rankeval.measures.base import Measure
-from rankeval.options import EvalOptions
+from rankeval.options import TIE_RULES, EvalOptions
 
 if TYPE_CHECKING:
     from rankeval.extension import Dialect
     from rankeval.io.data import Qrels
     from rankeval.measures.registry import Registry
 
-__all__ = ["Prepared", "Resolved", "compat_of", "prepare", "resolve", "resolve_measures"]
+__all__ = ["Prepared", "Resolved", "check_tie_rule", "compat_of", "prepare", "resolve", "resolve_measures"]
 
 Measures = str | Measure | Iterable[str | Measure]
 """What an evaluation is asked to compute: a spec (``"AP nDCG@10"``), a measure object (rankeval's
@@ -80,6 +80,7 @@ class Resolved:
         """The same registry, options and qrels with other *measures* (a parameter curve's)."""
         asked = resolve_measures(measures, self.registry, aliases=self.mode[1].aliases if self.mode else None)
         computed = _with_compat(asked, self.mode)
+        check_tie_rule(computed, self.options, self.registry)
         return replace(
             self,
             measures=tuple(asked),
@@ -136,6 +137,7 @@ def resolve(
     asked = resolve_measures(measures, registry, aliases=mode[1].aliases if mode else None)
     computed = _with_compat(asked, mode)
     options = _with_defaults(options, mode)
+    check_tie_rule(computed, options, registry)
     return Resolved(
         registry=registry,
         measures=tuple(asked),
@@ -156,6 +158,20 @@ def prepare(
     resolved = resolve(measures, options, registry)
     fields = {name: getattr(resolved, name) for name in Resolved.__dataclass_fields__}
     return Prepared(**fields, qrels=resolved.read_qrels(qrels))
+
+
+def check_tie_rule(measures: Iterable[Measure], options: EvalOptions, registry: Registry) -> None:
+    """A :class:`~rankeval.errors.UsageError` naming the measures that have no exact tie-aware
+    value (:meth:`~rankeval.Measure.tie_aware`) when the tie rule is ``"expected"``."""
+    if options.ties != "expected":
+        return
+    lacking = [m for m in measures if not m.tie_aware()]
+    if lacking:
+        names = ", ".join(f"{m} (plugin {registry.plugin_of(m) or plugin_of(m)})" for m in lacking)
+        other = ", ".join(t for t in TIE_RULES if t != "expected")
+        raise UsageError(
+            f"--ties expected: no exact tie-aware value for {names}; these support the tie rules {other}"
+        )
 
 
 def compat_of(name: str | None, registry: Registry) -> tuple[str, Dialect] | None:

@@ -19,7 +19,9 @@ from rankeval.measures.base import Measure
 from rankeval.segments import safe_divide
 
 if TYPE_CHECKING:
+    from rankeval.io.data import Qrels, Run
     from rankeval.measures.registry import Registry
+    from rankeval.options import EvalOptions
     from rankeval.ranking.alignment import Alignment
     from rankeval.ranking.ranked_lists import RankedLists
 
@@ -27,6 +29,7 @@ __all__ = [
     "MeasureValues",
     "aggregate",
     "aggregate_lists",
+    "aligned",
     "as_number",
     "as_values",
     "evaluate_measure",
@@ -45,6 +48,30 @@ class MeasureValues(NamedTuple):
     """One value per query (nested sub-queries averaged per query)."""
     query_index: np.ndarray
     """For each value, the index of its query in ``view.nesting.outer_ids``."""
+
+
+def aligned(qrels: Qrels, run: Run, options: EvalOptions, nested: bool = False) -> Alignment:
+    """*run* aligned with *qrels* as *options* say, the one way every entry point aligns a
+    run: scores rounded to float32 (``float32_scores``), the unjudged items dropped
+    (``judged_only``: before anything else, or with ``max_docs`` after the cut, as
+    trec_eval ``-J -M``), duplicates, nesting (*nested*: decided for the whole collection)
+    and the tie rule."""
+    from rankeval.ranking.alignment import Alignment
+
+    if options.float32_scores:
+        run = run.with_float32_scores()
+    if options.judged_only and options.max_docs is None:  # (with -M: after the cut, in Alignment)
+        run = run.judged_only(qrels)
+    return Alignment(
+        qrels,
+        run,
+        nest_sep=options.nest_sep,
+        max_docs=options.max_docs,
+        on_duplicate=options.duplicate_rule,
+        nested=nested,
+        judged_only=options.judged_only and options.max_docs is not None,
+        ties=options.ties,
+    )
 
 
 def measure_plugins(measures: Sequence[Measure], registry: Registry | None) -> list[str | None]:
@@ -139,7 +166,7 @@ def evaluate_measure(
     if alignment.nested:
         _warn_attribute_levels(alignment, measure, plugin)
     with measure_guard(measure, "failed", plugin):
-        result = measure.compute(view)
+        result = measure.expected(view) if alignment.ties == "expected" else measure.compute(view)
     values = as_values(result, measure, view.num_queries, plugin)
     # a query of the qrels that the run lacks is evaluated on an empty ranking, as trec_eval
     # -c does: every rank-based measure is 0 there, while e.g. NumRel keeps its count

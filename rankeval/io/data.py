@@ -362,8 +362,9 @@ class Run:
         return Run(table, self.name, self.source, self.lines, self.tie_break)
 
     def judged_only(self, qrels: Qrels) -> Run:
-        """This run without the documents the qrels do not judge for their query (any grade),
-        as trec_eval ``-J`` removes them before any calculation."""
+        """This run without the documents the qrels do not judge for their query, nor those
+        judged only with a negative grade (trec_eval's unjudged-in-pool mark): condensed lists
+        (Sakai, SIGIR 2007), as trec_eval ``-J`` removes them before any calculation."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -371,7 +372,8 @@ class Run:
             qid = table.column("query_id").cast(pa.string())
             return pc.binary_join_element_wise(qid, table.column("doc_id").cast(pa.string()), "\x00")
 
-        keep = pc.is_in(keys(self.table), value_set=keys(qrels.table))
+        judged = qrels.table.filter(pc.greater_equal(qrels.table.column("relevance"), 0))
+        keep = pc.is_in(keys(self.table), value_set=keys(judged))
         table = self.table.filter(keep)
         lines = None if self.lines is None else self.lines[keep.to_numpy(zero_copy_only=False)]
         return Run(table, self.name, self.source, lines, self.tie_break)

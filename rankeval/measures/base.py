@@ -244,6 +244,22 @@ class Measure:
         """One value per query of *data* (``(Q,)`` float64)."""
         raise NotImplementedError
 
+    def expected(self, data: RankedLists) -> np.ndarray:
+        """The tie-aware value (``--ties expected``): per query of *data*, the mean of
+        :meth:`compute` over all orders of each group of rows with equal scores (McSherry &
+        Najork, ECIR 2008), exact. *data* is ranked by trec_eval's rule, and
+        ``data.ties`` gives each row's tied group (:class:`~rankeval.ranking.ranked_lists.Ties`).
+
+        A measure without an exact method leaves this as it is (:meth:`tie_aware` is then
+        false) and ``--ties expected`` refuses it before any work. A measure whose value does
+        not depend on the order (a count of the retrieved set) returns :meth:`compute`."""
+        raise NotImplementedError
+
+    @classmethod
+    def tie_aware(cls) -> bool:
+        """Whether the measure has an exact tie-aware value (overrides :meth:`expected`)."""
+        return cls.expected is not Measure.expected
+
     def aggregate(self, values: np.ndarray) -> float:
         """Summary over queries: the mean, or the sum for counts (``integer``), added left to
         right in query order as trec_eval adds them (:func:`rankeval.segments.ordered_sum`).

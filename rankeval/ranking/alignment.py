@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankeval.errors import UsageError
+from rankeval.options import TIE_RULES, check_choice
 from rankeval.ranking.arrays import index_type, to_numpy
 from rankeval.ranking.duplicates import DUPLICATE_POLICIES, check_duplicates
 from rankeval.ranking.numbering import Numbering, number
@@ -51,6 +52,12 @@ class Alignment:
         judged_only: drop from each ranking the rows the qrels do not judge, after the
             *max_docs* cut (trec_eval ``-J`` with ``-M``: a query keeps the judged rows of its
             top *max_docs*); the query still counts as retrieved.
+        ties: the order of rows with equal scores within a query
+            (:data:`rankeval.options.TIE_RULES`): ``"trec_eval"`` (and ``"expected"``, whose
+            kernels average over the tied groups of this order): the run's own rule (doc id
+            descending; an hTBG JSON run: qrels order); ``"given"``: the run's line order;
+            ``"best"`` / ``"worst"``: judged items of higher / lower grade first (unjudged
+            items count as lower than any grade).
 
     Attributes:
         numbering: the items, numbered (see :class:`~rankeval.ranking.numbering.Numbering`).
@@ -66,8 +73,10 @@ class Alignment:
         on_duplicate: str = "error",
         nested: bool = False,
         judged_only: bool = False,
+        ties: str = "trec_eval",
     ) -> None:
-        self.qrels = qrels
+        self.qrels, self.ties = qrels, ties
+        check_choice("tie rule", ties, TIE_RULES)
         if on_duplicate not in DUPLICATE_POLICIES:
             raise UsageError(
                 f"on_duplicate must be one of {', '.join(DUPLICATE_POLICIES)}, not {on_duplicate!r}"
@@ -76,7 +85,7 @@ class Alignment:
         self.run, self.numbering = _numbered(qrels, run, nest_sep, nested, on_duplicate)
         # the views are built by _Levels, which they reference (for children()); it keeps
         # them weakly, and the alignment keeps them: no reference cycle
-        self._levels = _Levels(qrels, self.run, self.numbering, self.sep, max_docs, judged_only)
+        self._levels = _Levels(qrels, self.run, self.numbering, self.sep, max_docs, judged_only, ties)
         self._views: dict[tuple[int, bool], RankedLists] = {}
         self.cache = self._levels.cache
 
@@ -124,10 +133,17 @@ class _Levels:
     built only weakly (their owner keeps them), so that views and builder form no cycle."""
 
     def __init__(
-        self, qrels: Qrels, run: Run, numbering: Numbering, sep: str, max_docs: int | None, judged_only: bool
+        self,
+        qrels: Qrels,
+        run: Run,
+        numbering: Numbering,
+        sep: str,
+        max_docs: int | None,
+        judged_only: bool,
+        ties: str,
     ) -> None:
         self.qrels, self.run, self.numbering, self.sep = qrels, run, numbering, sep
-        self.max_docs, self.judged_only = max_docs, judged_only
+        self.max_docs, self.judged_only, self.ties = max_docs, judged_only, ties
         self.cache: dict[Any, Any] = {}
         self._views: weakref.WeakValueDictionary[tuple[int, bool], RankedLists] = weakref.WeakValueDictionary()
 
@@ -216,10 +232,10 @@ class _Levels:
         if self.max_docs is not None and (counts > self.max_docs).any():
             _cut(ranked, starts, self.max_docs)
             starts, counts = segment_blocks(ranked.query, nq)
-        if self.judged_only and len(ranked.judged) < len(ranked.query):
+        if self.judged_only:
             # after the cut, as trec_eval -J -M: a query keeps the judged ones of its top M
             judged_rows = np.zeros(len(ranked.query), dtype=bool)
-            judged_rows[ranked.judged] = True
+            judged_rows[ranked.judged[ranked.judged_relevance >= 0]] = True
             _keep(ranked, judged_rows)
             starts, counts = segment_blocks(ranked.query, nq)
         nesting = Nesting(
@@ -333,14 +349,25 @@ class _Levels:
         return _Rows(query=rq, score=score, rows=r_rows, judged=jrows, judged_relevance=jrel)
 
     def _rank(self, ranked: _Rows) -> None:
-        """Rank *ranked* in place: query ascending, score descending, then the run's tie
-        rule (doc_id descending, or qrels order); its judged rows follow and end sorted."""
+        """Rank *ranked* in place: query ascending, score descending (stable: equal scores in
+        file order), then the tie rule (the run's own: doc_id descending, or qrels order; or
+        by grade); its judged rows follow and end sorted."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         _sort_rows(ranked)
         tie = None
-        if self.run.tie_break == "docno":
+        if self.ties in ("best", "worst"):
+            tie = _tie_order(
+                ranked.query,
+                ranked.score,
+                ranked.rows,
+                self._grade_of_rows,
+                "descending" if self.ties == "best" else "ascending",
+            )
+        elif self.ties == "given":
+            pass  # the stable sort kept the file's order among equal scores
+        elif self.run.tie_break == "docno":
             run_doc = self.numbering.run_doc
             tie = _tie_order(
                 ranked.query, ranked.score, ranked.rows, lambda r: pc.take(run_doc, pa.array(r)), "descending"
@@ -357,6 +384,18 @@ class _Levels:
             jrows[moved] = pos[np.argsort(perm)[k_c[moved]]]
         jsort = _ascending(ranked.judged, len(ranked.rows))
         ranked.judged, ranked.judged_relevance = ranked.judged[jsort], ranked.judged_relevance[jsort]
+
+
+    def _grade_of_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The judged grade of the items of run rows *rows*; -inf for an unjudged item."""
+        nb = self.numbering
+        item = nb.run_item[rows]
+        known = item >= 0
+        judged = np.zeros(len(rows), dtype=bool)
+        judged[known] = nb.judged[item[known]]
+        grade = np.full(len(rows), -np.inf)
+        grade[judged] = nb.item_relevance[item[judged]]
+        return grade
 
 
 def _numbered(

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from rankeval.io.data import Qrels, Run
 
-__all__ = ["KERNEL_API", "Items", "Judged", "Nesting", "RankedLists"]
+__all__ = ["KERNEL_API", "Items", "Judged", "Nesting", "RankedLists", "Ties"]
 
 T = TypeVar("T")
 
@@ -60,6 +60,7 @@ KERNEL_API: tuple[str, ...] = (
     "judged_rows",
     "relevant_rows",
     "rank_of",
+    "ties",
     # per-query sums
     "sum",
     "query_sum",
@@ -177,6 +178,31 @@ class Nesting:
     outer_ids: np.ndarray
     parent_ids: np.ndarray | None = None
     parent_items: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Ties:
+    """The tied groups of the ranked rows: the rows of one query with equal scores, which
+    the tie rule put in one of their orders (``--ties``). A row whose score no other row of
+    its query shares is a group of one.
+
+    Attributes:
+        group: ``(n,)`` group index of each ranked row (groups numbered in row order).
+        query: ``(G,)`` query index of each group.
+        first: ``(G,)`` 0-based rank of each group's first row.
+        size: ``(G,)`` number of rows in each group (its rows hold ranks
+            ``first .. first + size - 1``).
+    """
+
+    group: np.ndarray
+    query: np.ndarray
+    first: np.ndarray
+    size: np.ndarray
+
+    @property
+    def num_groups(self) -> int:
+        """Number of groups (``G``)."""
+        return len(self.size)
 
 
 @dataclass(eq=False)
@@ -318,6 +344,24 @@ class RankedLists:
             return out
 
         return self.memo("rankeval.rank", make)
+
+    @property
+    def ties(self) -> Ties:
+        """The groups of rows with equal scores within each query (:class:`Ties`; built on
+        first use): what ``--ties expected`` averages over."""
+
+        def make() -> Ties:
+            n = len(self.query)
+            new = np.ones(n, dtype=bool)
+            if n > 1:
+                new[1:] = (self.query[1:] != self.query[:-1]) | (self.score[1:] != self.score[:-1])
+            heads = np.flatnonzero(new)
+            group = np.cumsum(new) - 1
+            size = np.diff(np.append(heads, n))
+            query = self.query[heads]
+            return Ties(group, query, heads - self.starts[query], size)
+
+        return self.memo("rankeval.ties", make)
 
     @property
     def relevance(self) -> np.ndarray:
