@@ -22,6 +22,7 @@ from rankeval.errors import (
     RankevalError,
     ResourceError,
     SpecError,
+    TieWarning,
     UsageError,
 )
 from rankeval.extension import (
@@ -69,6 +70,7 @@ __all__ = [
     "Run",
     "Sampler",
     "SpecError",
+    "TieWarning",
     "UsageError",
     "__version__",
     "as_ir_measure",

@@ -151,6 +151,12 @@ class RankevalWarning(UserWarning):
     ``rankeval: warning: ...`` line on stderr."""
 
 
+class TieWarning(RankevalWarning):
+    """Tied scores fall within the depth of the measures: the values depend on the tie rule
+    (``--ties``; :mod:`rankeval.engine.ties`). ``--quiet-ties`` (or a warnings filter on
+    this class) silences it."""
+
+
 def missing_attribute(measure: object, key: str, items: Sequence[str], count: int, alternative: str = "") -> InputError:
     """The error of a measure that needs attribute *key* (``cost``) of *count* items that
     have none: it names up to three of *items* (e.g. ``'alice/p3' (query 1)``) and says how to

@@ -215,6 +215,57 @@ class Evaluator:
             self.prepared, run, samples=samples, seed=seed, exact=exact, progress=progress
         )
 
+    def tie_range(
+        self,
+        runs: Any,
+        *,
+        jobs: int | None = 1,
+        engine: str | DaskOptions = "local",
+        block_size: int | None = None,
+    ) -> pd.DataFrame:
+        """Each measure's value under the tie orders: the worst, trec_eval's (the default),
+        the tie-aware expected value and the best
+        (:data:`rankeval.engine.ties.RANGE_RULES`), per run and query, the aggregate rows with
+        a null ``query_id`` (as :meth:`evaluate`; no compat mode).
+
+        ``worst`` and ``best`` put the judged items of lower (higher) grade first within
+        each tied group: the extremes of every measure that grows as items of higher grade
+        move up (all of trec_eval's); ``expected`` is NaN for a measure without an exact
+        tie-aware value. Each rule evaluates the runs once more (*jobs*, *engine*,
+        *block_size* as for :meth:`evaluate`).
+
+        Returns:
+            A DataFrame with columns ``run, query_id, measure`` and one per rule.
+        """
+        import warnings
+        from dataclasses import replace
+
+        from rankeval.engine.evaluation import evaluate_prepared
+        from rankeval.engine.ties import RANGE_RULES
+        from rankeval.errors import TieWarning
+
+        prepared = self.prepared
+        prepared.check_no_compat("the tie range")
+        keys = ["run", "query_id", "measure"]
+        frame: pd.DataFrame | None = None
+        aware = [m for m, c in zip(prepared.measures, prepared.computed, strict=True) if c.tie_aware()]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TieWarning)  # the range is the answer to it
+            for rule in RANGE_RULES:
+                one = replace(prepared, options=replace(prepared.options, ties=rule))
+                if rule == "expected":
+                    if not aware:
+                        assert frame is not None  # (worst and trec_eval come first)
+                        frame[rule] = float("nan")
+                        continue
+                    one = one.with_measures(aware)
+                results = evaluate_prepared(one, runs, jobs=jobs, engine=engine, block_size=block_size)
+                values = results.to_frame().rename(columns={"value": rule})
+                values["query_id"] = values["query_id"].astype(object)
+                frame = values if frame is None else frame.merge(values, on=keys, how="left", sort=False)
+        assert frame is not None
+        return frame
+
     def curve(
         self,
         runs: Any,

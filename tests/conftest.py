@@ -55,6 +55,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "test_tar_estimators",
         "test_tbg",
         "test_tbg_properties",
+        "test_ties",
         "test_trec_measures",
         "test_trec_parity",
     ),
@@ -69,6 +70,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     ),
     "report": ("test_edges_outputs", "test_outputs"),
     "comparison": ("test_compare", "test_compare_blocks", "test_paper_output", "test_stats"),
+    "meta": ("test_meta_cli", "test_meta_correlation", "test_meta_power", "test_meta_repro", "test_meta_stability", "test_meta_topics", "test_meta_values"),
     "cli": (
         "test_architecture",
         "test_cli",

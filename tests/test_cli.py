@@ -42,7 +42,7 @@ def ok(args, **kw) -> str:
     result = invoke(args, **kw)
     assert result.exception is None, repr(result.exception)
     assert result.exit_code == 0, result.output
-    return result.output
+    return result.stdout  # (warnings, on stderr, are not results)
 
 
 @pytest.fixture

@@ -476,7 +476,7 @@ def ok(args: list) -> str:
     result = invoke(args)
     assert result.exception is None, repr(result.exception)
     assert result.exit_code == 0, result.output
-    return result.output
+    return result.stdout  # (warnings, on stderr, are not results)
 
 
 BASE_ARGS = [QRELS, *RUNS, "-m", "AP(rel=2)", "-m", "nDCG@10", "--samples", "1000"]

@@ -411,7 +411,7 @@ def test_cli_engine_dask(scheduler, tmp_path):
     dist = CliRunner().invoke(app, [*args, "--engine", "dask", "--scheduler", scheduler])
     assert local.exit_code == 0 and dist.exit_code == 0, dist.output
     assert dist.output == local.output
-    assert np.char.count(np.array(local.output.splitlines()), "\t").min() == 2
+    assert np.char.count(np.array(local.stdout.splitlines()), "\t").min() == 2
     bad = CliRunner().invoke(app, [*args, "--engine", "spark"])
     assert bad.exit_code == 2 and "unknown --engine" in bad.output
 

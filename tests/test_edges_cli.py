@@ -338,9 +338,9 @@ def test_compare_rel_level_and_names() -> None:
         run, measure, value = header.index("run"), header.index("measure"), header.index("value")
         return {(r[run], r[measure]): float(r[value]) for r in rows}
 
-    expected = scores(evaluated.output)
+    expected = scores(evaluated.stdout)
     assert {m for _, m in expected} == {"map", "P_10"}
-    assert scores(compared.output) == pytest.approx(expected)
+    assert scores(compared.stdout) == pytest.approx(expected)
 
 
 # ------------------------------------------------------------------ README's first command

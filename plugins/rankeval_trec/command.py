@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, ClassVar
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, ClassVar
 import numpy as np
 import typer
 
-from rankeval import Domain, EvalOptions, Evaluator, Measure, Qrels, param
+from rankeval import Domain, EvalOptions, Evaluator, Measure, Qrels, TieWarning, param
 from rankeval.errors import InputError, UsageError
 from rankeval.segments import ordered_sum
 
@@ -161,7 +162,9 @@ def trec_eval(
         missing_zero=True, nest_sep=None, max_docs=max_docs, judged_only=judged_only, **DIALECT_OPTIONS
     )
     try:
-        results = Evaluator(qrels_obj, computed or [GradeAt(pos=0)], options=options).results(run, jobs=jobs)
+        with warnings.catch_warnings():  # trec_eval says nothing about ties
+            warnings.simplefilter("ignore", TieWarning)
+            results = Evaluator(qrels_obj, computed or [GradeAt(pos=0)], options=options).results(run, jobs=jobs)
     except InputError as exc:
         raise _without_option_hint(exc) from None
     blocks = results.blocks if computed else []

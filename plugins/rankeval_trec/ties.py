@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.special import gammaln
 
 from rankeval.segments import segment_cumsum
 
@@ -86,6 +85,8 @@ def mean_discount(data: RankedLists, rows: np.ndarray, k: int | None) -> np.ndar
 
 
 def _log_choose(n: np.ndarray, r: np.ndarray) -> np.ndarray:
+    from scipy.special import gammaln  # (not at import: the plugin loads in every command)
+
     out: np.ndarray = gammaln(n + 1.0) - gammaln(r + 1.0) - gammaln(n - r + 1.0)
     return out
 

@@ -1,5 +1,5 @@
 """Typer application: commands ``evaluate`` (default), ``measures``, ``plugins``, ``convert``,
-``compare`` (in :mod:`rankeval.cli.compare`)."""
+``compare`` (in :mod:`rankeval.cli.compare`) and the ``meta`` group (in :mod:`rankeval.cli.meta`)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from rankeval.cli.common import (
     warnings_to_stderr,
 )
 from rankeval.cli.compare import compare_cmd
+from rankeval.cli.meta import meta_app
 from rankeval.cli.shared_options import (
     RUNS_METAVAR,
     BlockSizeOption,
@@ -33,6 +34,7 @@ from rankeval.cli.shared_options import (
     EngineOption,
     FormatOption,
     JobsOption,
+    JudgedOnlyOption,
     MaxDocsOption,
     MeasureOption,
     MemoryLimitOption,
@@ -45,12 +47,15 @@ from rankeval.cli.shared_options import (
     PluginOption,
     PrecisionOption,
     QrelsArgument,
+    QuietTiesOption,
     RelLevelOption,
     SchedulerOption,
+    TiesOption,
     WorkersOption,
     formats_help,
     on_duplicate_help,
 )
+from rankeval.cli.ties import ties_cmd
 from rankeval.errors import RankevalError, UsageError
 from rankeval.options import check_choice
 from rankeval.report.formats import FORMATS as BUILTIN_FORMATS
@@ -218,6 +223,9 @@ def evaluate_cmd(
     nest_sep: NestSepOption = "/",
     on_duplicate: OnDuplicateOption = None,
     docinfo: DocinfoOption = None,
+    ties: TiesOption = "trec_eval",
+    quiet_ties: QuietTiesOption = False,
+    judged_only: JudgedOnlyOption = False,
     compat: Annotated[
         str,
         typer.Option(
@@ -252,9 +260,11 @@ def evaluate_cmd(
         chosen = engine_of(engine, scheduler, workers, memory_limit, debug)
         check_choice("--names", names, registry.namings())
         size = block_size_of(block_size)
-        options = eval_options(no_missing_zero, nest_sep, max_docs, on_duplicate, docinfo, compat)
+        options = eval_options(
+            no_missing_zero, nest_sep, max_docs, on_duplicate, docinfo, compat, ties, judged_only
+        )
         evaluator = Evaluator(qrels, measures, options=options, registry=registry)
-        with warnings_to_stderr():
+        with warnings_to_stderr(quiet_ties):
             results = evaluator.results(run_sources(run_args), jobs=jobs, engine=chosen, block_size=size)
         if names != "rankeval":
             results = results.renamed(registry.measure_names(measures, names))
@@ -384,3 +394,7 @@ def convert_cmd(
 
 # the compare command lives in its own module (which does not import this one)
 app.command("compare", cls=PlainHelpCommand)(compare_cmd)
+app.command("ties", cls=PlainHelpCommand)(ties_cmd)
+
+# the meta group lives in its own module (which does not import this one)
+app.add_typer(meta_app, name="meta")

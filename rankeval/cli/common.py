@@ -34,7 +34,7 @@ import typer
 from typer.core import TyperCommand
 
 from rankeval.cli.signals import Stopped, report_stop, unreported
-from rankeval.errors import InputError, RankevalError, RankevalWarning, ResourceError, UsageError
+from rankeval.errors import InputError, RankevalError, RankevalWarning, ResourceError, TieWarning, UsageError
 from rankeval.options import EvalOptions
 
 if TYPE_CHECKING:
@@ -215,11 +215,14 @@ def handled(debug: bool = False) -> Iterator[None]:
 
 
 @contextmanager
-def warnings_to_stderr() -> Iterator[None]:
+def warnings_to_stderr(quiet_ties: bool = False) -> Iterator[None]:
     """Print each distinct :class:`RankevalWarning` raised inside as one line
-    ``rankeval: warning: ...`` on stderr; other warnings are shown as Python shows them."""
+    ``rankeval: warning: ...`` on stderr (*quiet_ties*: not the
+    :class:`~rankeval.errors.TieWarning`); other warnings are shown as Python shows them."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RankevalWarning)
+        if quiet_ties:
+            warnings.simplefilter("ignore", TieWarning)
         yield
     seen: set[str] = set()
     for w in caught:
@@ -309,6 +312,8 @@ def eval_options(
     on_duplicate: str | None,
     docinfo: list[str] | None,
     compat: str = "none",
+    ties: str = "trec_eval",
+    judged_only: bool = False,
 ) -> EvalOptions:
     """The :class:`~rankeval.options.EvalOptions` of the command-line options (``--nest-sep
     none`` disables nesting, ``--compat none`` is no mode); the library checks them."""
@@ -319,6 +324,8 @@ def eval_options(
         on_duplicate=on_duplicate,
         docinfo=tuple(docinfo) if docinfo else None,
         compat=None if compat == "none" else compat,
+        ties=ties,
+        judged_only=judged_only,
     )
 
 

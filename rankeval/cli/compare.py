@@ -30,6 +30,7 @@ from rankeval.cli.shared_options import (
     EngineOption,
     FormatOption,
     JobsOption,
+    JudgedOnlyOption,
     MaxDocsOption,
     MeasureOption,
     MemoryLimitOption,
@@ -42,8 +43,10 @@ from rankeval.cli.shared_options import (
     PluginOption,
     PrecisionOption,
     QrelsArgument,
+    QuietTiesOption,
     RelLevelOption,
     SchedulerOption,
+    TiesOption,
     WorkersOption,
 )
 from rankeval.errors import UsageError
@@ -184,6 +187,9 @@ def compare_cmd(
     nest_sep: NestSepOption = "/",
     on_duplicate: OnDuplicateOption = None,
     docinfo: DocinfoOption = None,
+    ties: TiesOption = "trec_eval",
+    quiet_ties: QuietTiesOption = False,
+    judged_only: JudgedOnlyOption = False,
     engine: EngineOption = "local",
     jobs: JobsOption = None,
     block_size: BlockSizeOption = None,
@@ -237,14 +243,16 @@ def compare_cmd(
         )
         chosen = engine_of(engine, scheduler, workers, memory_limit, debug)
         size = block_size_of(block_size)
-        options = eval_options(no_missing_zero, nest_sep, max_docs, on_duplicate, docinfo)
+        options = eval_options(
+            no_missing_zero, nest_sep, max_docs, on_duplicate, docinfo, ties=ties, judged_only=judged_only
+        )
         registry = cli_registry(plugin)
         check_choice("--names", names, registry.namings())
         measures = parse_measures(registry, measure, None if rel_level is None else {"rel": rel_level})
         for template in curve:
             expand_template(template)  # a bad template fails before any work
         evaluator = Evaluator(qrels, measures, options=options, registry=registry)
-        with warnings_to_stderr():
+        with warnings_to_stderr(quiet_ties):
             sources = read_once(run_sources(run_args))  # stdin, read once for the curves too
             how = {"jobs": jobs, "engine": chosen, "block_size": size}
             result = evaluator.compare(sources, stats=stats, progress=progress, **how)

@@ -151,6 +151,27 @@ NamesOption = Annotated[
         "TAR evaluator's: wss_95); with --compat clef, the evaluator's.",
     ),
 ]
+TiesOption = Annotated[
+    str,
+    typer.Option(
+        "--ties",
+        metavar="RULE",
+        help="Which ranking is scored when scores tie within a query: trec_eval (doc id descending), "
+        "given (the run's line order), expected (the exact mean over all orders of each tied group), "
+        "best or worst (judged items of higher grade first, or last).",
+    ),
+]
+QuietTiesOption = Annotated[
+    bool, typer.Option("--quiet-ties", help="No warning about tied scores within the measures' depth.")
+]
+JudgedOnlyOption = Annotated[
+    bool,
+    typer.Option(
+        "--judged-only",
+        help="Score condensed lists: drop from each ranking the items the qrels do not judge (and those "
+        "with a negative grade) before scoring, as trec_eval -J; the query still counts.",
+    ),
+]
 OnDuplicateOption = Annotated[
     str | None, typer.Option("--on-duplicate", metavar="RULE", help=on_duplicate_help())
 ]

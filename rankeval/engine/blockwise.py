@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from rankeval.engine.scoring import as_number
-from rankeval.errors import InputError, RankevalWarning, ResourceError, UsageError, measure_guard
+from rankeval.errors import InputError, RankevalWarning, ResourceError, TieWarning, UsageError, measure_guard
 from rankeval.io import trec as io
 from rankeval.io.blocks import RunBlock, RunFile, read_block, split_run
 from rankeval.io.data import Qrels, Run
@@ -147,6 +147,7 @@ class BlockValues:
     rows: int
     nested: bool
     warnings: list[str]
+    ties: np.ndarray  # (4,) tie counts (rankeval.engine.ties.TIE_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -235,6 +236,7 @@ def _evaluate(shared: Shared, run: Run, task: Task) -> BlockValues:
     import pyarrow.compute as pc
 
     from rankeval.engine.scoring import aligned, evaluate_measure
+    from rankeval.engine.ties import depth_of, tie_counts
 
     qid = run.table.column("query_id")
     queries = pc.unique(qid)
@@ -265,8 +267,9 @@ def _evaluate(shared: Shared, run: Run, task: Task) -> BlockValues:
             with measure_guard(measure, "failed", plugin):
                 parts = measure.aggregate_parts(view, values, index)
             out.append(PartValues(ids, values, parts, view.nesting.level == 1 or view.num_queries > 0))
+        ties = tie_counts(alignment.view(1), depth_of(shared.measures))
     seen = np.asarray(queries.to_pylist() if task.rest is None else [], dtype=object)
-    return BlockValues(out, seen, tags, rows, alignment.nested, [str(w.message) for w in caught])
+    return BlockValues(out, seen, tags, rows, alignment.nested, [str(w.message) for w in caught], ties)
 
 
 # ------------------------------------------------------------------------------ the driver
@@ -401,6 +404,7 @@ def _evaluate_runs(
             _rest(i, state, shared)
     names = _names(states)
     _warn_once(v for state in states for v in state.values)
+    _warn_ties(names, states, shared)
     return [
         RunValues(
             name,
@@ -519,6 +523,20 @@ def _warn_once(values: Iterable[BlockValues]) -> None:
             if message not in seen:
                 seen.add(message)
                 warnings.warn(RankevalWarning(message), stacklevel=4)
+
+
+def _warn_ties(names: list[str], states: list[_RunState], shared: Shared) -> None:
+    """One :class:`~rankeval.errors.TieWarning` for the runs whose ties, summed over their
+    blocks, can change a value (:func:`rankeval.engine.ties.tie_message`)."""
+    from rankeval.engine.ties import depth_of, tie_message
+
+    counts = {
+        name: np.sum([v.ties for v in state.values], axis=0) if state.values else np.zeros(4, np.int64)
+        for name, state in zip(names, states, strict=True)
+    }
+    message = tie_message(counts, depth_of(shared.measures), shared.options.ties)
+    if message is not None:
+        warnings.warn(TieWarning(message), stacklevel=4)
 
 
 def _combine(measure: Measure, parts: list[PartValues], sep: str | None) -> MeasureValues:

@@ -60,7 +60,7 @@ SPEC_NAMING = "rankeval"
 #: the ``--compat`` value of no dialect
 NO_DIALECT = "none"
 #: the sub-commands of rankeval itself, which no plugin may take
-BUILTIN_COMMANDS = ("evaluate", "measures", "plugins", "convert", "compare")
+BUILTIN_COMMANDS = ("evaluate", "measures", "plugins", "convert", "compare", "ties", "meta")
 
 #: per ``register_*`` hook of items: the type it registers and the names rankeval keeps
 _KINDS: dict[str, tuple[type, tuple[str, ...]]] = {

@@ -29,10 +29,12 @@ __all__ = [
     "FORMATS",
     "MARKDOWN_ESCAPES",
     "MAX_PRECISION",
+    "TABLE_FORMATS",
     "TEX_ESCAPES",
     "check_labels",
     "check_precision",
     "format_results",
+    "format_table",
     "format_value",
     "json_number",
     "json_text",
@@ -334,3 +336,64 @@ def _table(
     lines += [" & ".join(tex(c) for c in r) + " \\\\" for r in body]
     lines += ["\\bottomrule", "\\end{tabular}"]
     return "\n".join(lines) + "\n"
+
+
+#: the formats of :func:`format_table`
+TABLE_FORMATS = ("tsv", "csv", "json", "jsonl", "markdown", "latex")
+
+
+def format_table(
+    columns: list[str], rows: Iterable[Iterable[Any]], fmt: str = "tsv", precision: int | None = 4
+) -> str:
+    """A plain table (a header of *columns*, then *rows* of texts and numbers) in *fmt*
+    (:data:`TABLE_FORMATS`): the one writer of the tables that are not results of
+    :func:`format_results` (the tie range, meta-evaluation). Numbers are printed with
+    *precision* decimals (:func:`format_value`; ints as they are, NaN as ``nan``); in json and
+    jsonl, as numbers (``null`` for NaN and ``None``); ``None`` is an empty cell elsewhere."""
+    check_precision(precision)
+    if fmt not in TABLE_FORMATS:
+        raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(TABLE_FORMATS)}")
+    table = [list(r) for r in rows]
+    if fmt in ("json", "jsonl"):
+
+        def value(v: Any) -> Any:
+            if v is None or isinstance(v, (str, bool)):
+                return v
+            if isinstance(v, int) or (hasattr(v, "dtype") and v.dtype.kind in "iu"):
+                return int(v)
+            return json_number(float(v), precision)
+
+        return json_text([dict(zip(columns, map(value, r), strict=True)) for r in table], fmt)
+
+    def text(v: Any) -> str:
+        if v is None:
+            return ""
+        if isinstance(v, str):
+            return v
+        if isinstance(v, int) or (hasattr(v, "dtype") and v.dtype.kind in "iu"):
+            return str(int(v))
+        return format_value(float(v), False, precision)
+
+    cells = [[text(v) for v in r] for r in table]
+    numeric = [
+        any(r[i] is not None for r in table) and not any(isinstance(r[i], str) for r in table)
+        for i in range(len(columns))
+    ]
+    if fmt in ("tsv", "csv"):
+        import csv
+        import io
+
+        buf = io.StringIO()
+        writer = csv.writer(buf, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(cells)
+        return buf.getvalue()
+    if fmt == "markdown":
+        esc = [[c.translate(MARKDOWN_ESCAPES) for c in r] for r in [columns, *cells]]
+        lines = ["| " + " | ".join(esc[0]) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
+        return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in esc[1:]]) + "\n"
+    spec = "".join("r" if n else "l" for n in numeric)
+    tex = [[c.translate(TEX_ESCAPES) for c in r] for r in [columns, *cells]]
+    lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(tex[0]) + " \\\\", "\\midrule"]
+    lines += [" & ".join(r) + " \\\\" for r in tex[1:]]
+    return "\n".join([*lines, "\\bottomrule", "\\end{tabular}"]) + "\n"
