@@ -30,6 +30,7 @@ data model, and nothing in rankeval uses it. May import: :mod:`rankeval.engine`,
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rankeval.errors import UsageError, measure_guard
@@ -144,7 +145,7 @@ class _Evaluation:
         alignment = aligned(
             self.resolved.read_qrels(Qrels.from_frame(qrels, "<ir_measures qrels>")),
             Run.from_frame(run, "run"),
-            opts,
+            replace(opts, judged_only=opts.judged_only or self.measure.judged_only),
         )
         view, ids, values, index = evaluate_measure(
             alignment, self.measure, opts.missing_zero, plugin=self.plugin

@@ -66,6 +66,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "test_distributed_faults",
         "test_edges_blocks",
         "test_interop",
+        "test_judged_only",
         "test_unsorted_runs",
     ),
     "report": ("test_edges_outputs", "test_outputs"),

@@ -191,3 +191,90 @@ def test_a_measure_without_an_exact_method_is_refused_before_any_work():
 def test_an_unknown_rule_names_the_rules():
     with pytest.raises(UsageError, match="unknown tie rule 'random'; expected one of trec_eval, given, expected"):
         EvalOptions(ties="random")
+
+
+@st.composite
+def nested_qrels_and_run(draw):
+    """A nested collection (parents ``p0..p2``, children ``pN/cM``) with graded judgments of
+    parents and children, and a run of both with few distinct scores (many ties)."""
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for qid in ("q1", "q2")[: draw(st.integers(1, 2))]:
+        parents = [f"p{i}" for i in range(draw(st.integers(1, 3)))]
+        items = {p: [f"{p}/c{j}" for j in range(draw(st.integers(1, 3)))] for p in parents}
+        judged = {p: draw(st.integers(0, 2)) for p in parents}
+        for children in items.values():
+            for c in children:
+                if draw(st.booleans()):
+                    judged[c] = draw(st.integers(0, 2))
+            if not any(c in judged for c in children):
+                judged[children[0]] = 1  # every parent has a judged child
+        qrels[qid] = judged
+        shown = [d for p in parents for d in (p, *items[p]) if draw(st.booleans()) or d in judged]
+        run[qid] = {d: float(draw(st.integers(0, 2))) for d in shown}
+    return qrels, run
+
+
+NESTED_AWARE = ["AP(level=2)", "nDCG(level=2)@2", "P(level=2)@1", "RR(level=2)", "R(level=2)@1", "AP", "nDCG@2"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nested_qrels_and_run())
+def test_expected_at_a_nested_level_is_the_mean_over_every_order(case):
+    qrels, run = case
+    assume(_count_orders(run) <= MAX_ORDERS)
+    got = _per_query(
+        rankeval.evaluate(_qrels_frame(qrels), _run_frame(run), NESTED_AWARE, options=EvalOptions(ties="expected"))
+    )
+    want = _brute_force_mean(qrels, run, NESTED_AWARE)
+    pd.testing.assert_series_equal(got, want.rename("value"), check_exact=False, rtol=1e-9, atol=1e-12)
+
+
+def test_the_tie_counts_of_a_hand_made_run():
+    """Two queries: q1 has a tie of a relevant and a non-relevant document at the top and a
+    float32-only tie (0.30000001 and 0.3) between two documents of different grades; q2 a
+    tie of two unjudged documents (cannot change a value: not counted) and, below the
+    cutoff, a tie of different grades."""
+    from rankeval.engine.ties import tie_counts, tie_message
+    from rankeval.io.data import Qrels, Run
+    from rankeval.ranking.alignment import Alignment
+
+    qrels = Qrels.from_frame(
+        pd.DataFrame(
+            [("q1", "a", 1), ("q1", "b", 0), ("q1", "c", 2), ("q1", "d", 0), ("q2", "x", 1), ("q2", "y", 0)],
+            columns=["query_id", "doc_id", "relevance"],
+        )
+    )
+    run = Run.from_frame(
+        pd.DataFrame(
+            [
+                ("q1", "a", 1.0),
+                ("q1", "b", 1.0),
+                ("q1", "c", 0.30000001),
+                ("q1", "d", 0.3),
+                ("q2", "u1", 5.0),
+                ("q2", "u2", 5.0),
+                ("q2", "z", 4.0),
+                ("q2", "x", 1.0),
+                ("q2", "y", 1.0),
+            ],
+            columns=["query_id", "doc_id", "score"],
+        )
+    )
+    view = Alignment(qrels, run).view(1)
+    # every rank: q1's a/b and q2's x/y (u1/u2 are both unjudged): 2 queries, 2 groups,
+    # 2 pairs; c/d tie only at float32
+    assert tie_counts(view, None).tolist() == [2, 2, 2, 1]
+    # top 3: q1's a/b only (q2's x/y start at rank 3); c/d start at rank 2 < 3
+    assert tie_counts(view, 3).tolist() == [1, 1, 1, 1]
+    assert tie_counts(view, 1).tolist() == [1, 1, 1, 0]
+    message = tie_message({"run": np.array([1, 1, 1, 1])}, 3, "trec_eval")
+    assert message == (
+        "tied scores of different grades within the top 3: run 1 pair in 1 query; the values depend on "
+        "the tie rule (trec_eval; see --ties, and `rankeval ties` for their range); scores that differ only "
+        "beyond float32 precision (trec_eval reads them as equal) within the top 3: run 1 pair"
+    )
+    assert tie_message({"run": np.array([1, 1, 1, 0])}, 3, "expected") is None
+    # through an evaluation: the warning, once, with the summed counts
+    with pytest.warns(rankeval.TieWarning, match=r"at the ranks the measures read: run 2 pairs in 2 queries"):
+        rankeval.evaluate(qrels, run, ["AP"])

@@ -55,7 +55,8 @@ class TarMeasure(Measure):
         if self.clef_name is None:
             return None
         fixed = ("compat", self.at)
-        if any(getattr(self, i.name) != i.default for i in self.params() if i.name not in fixed):
+        every = (*self.params(), *self.common_params())
+        if any(getattr(self, i.name) != i.default for i in every if i.name not in fixed):
             return None
         return self.clef_name
 

@@ -329,7 +329,7 @@ class RecallAt(TarMeasure):
     def __str__(self) -> str:
         extra = [
             f"{i.name}={self.param_text(i.name)}"
-            for i in self.params()
+            for i in (*self.params(), *self.common_params())
             if i.name != "p" and self.prints(i.name)
         ]
         return self.name + (f"({','.join(extra)})" if extra else "") + f"@{float(self.p or 0)!r}%"

@@ -15,7 +15,7 @@ import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import numpy as np
 import typer
@@ -63,7 +63,8 @@ def _with_num_docs(entry: TrecMeasure, num_docs: int) -> TrecMeasure:
     m = entry.measure
     if m is None or "num_docs" not in {f.name for f in dataclasses.fields(m)}:
         return entry
-    changed: Measure = dataclasses.replace(m, **{"num_docs": num_docs})
+    changes: dict[str, Any] = {"num_docs": num_docs}
+    changed: Measure = dataclasses.replace(m, **changes)
     return dataclasses.replace(entry, measure=changed)
 
 

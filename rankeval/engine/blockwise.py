@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -258,11 +258,18 @@ def _evaluate(shared: Shared, run: Run, task: Task) -> BlockValues:
     out: list[PartValues] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        alignment = aligned(qrels, run, opts, nested=shared.nested or task.nested)
+        nested = shared.nested or task.nested
+        alignment = aligned(qrels, run, opts, nested=nested)
+        condensed = None  # the measures with judged_only=True: condensed lists
         plugins = shared.plugins or (None,) * len(shared.measures)
         for measure, plugin in zip(shared.measures, plugins, strict=True):
+            this = alignment
+            if measure.judged_only and not opts.judged_only:
+                if condensed is None:
+                    condensed = aligned(qrels, run, replace(opts, judged_only=True), nested=nested)
+                this = condensed
             view, ids, values, index = evaluate_measure(
-                alignment, measure, opts.missing_zero, require_level=False, plugin=plugin
+                this, measure, opts.missing_zero, require_level=False, plugin=plugin
             )
             with measure_guard(measure, "failed", plugin):
                 parts = measure.aggregate_parts(view, values, index)

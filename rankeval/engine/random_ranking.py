@@ -41,7 +41,7 @@ from rankeval.engine.random_sampling import (
     random_positions,
 )
 from rankeval.engine.scoring import as_values
-from rankeval.errors import measure_guard
+from rankeval.errors import UsageError, measure_guard
 from rankeval.extension import RandomModel, Sampler
 from rankeval.io.data import as_run
 from rankeval.measures.base import Measure
@@ -157,6 +157,12 @@ def random_baseline_of(
     check_samples(samples)
     seed = check_seed(seed)
     prepared.check_no_compat("the random baseline")
+    one_off = [str(m) for m in prepared.computed if m.judged_only and not prepared.options.judged_only]
+    if one_off:
+        raise UsageError(
+            f"the random baseline orders one candidate list for all measures: judged_only=true on "
+            f"{', '.join(one_off)} alone is not supported (use the judged_only option for all)"
+        )
     measure_list = list(prepared.measures)
     plugins = list(prepared.plugins)
     sampling, cand = _sampling_of(prepared, run, samples, np.random.default_rng(seed), progress)
@@ -215,6 +221,8 @@ def _sampling_of(
     rule) and their candidates."""
     qrels_obj, options = prepared.qrels, prepared.options
     run_obj = as_run(run)
+    if options.judged_only:  # condensed lists: the candidates are the judged documents retrieved
+        run_obj = run_obj.judged_only(qrels_obj)
     alignment = Alignment(
         qrels_obj, run_obj, nest_sep=options.nest_sep, max_docs=None, on_duplicate=options.duplicate_rule
     )

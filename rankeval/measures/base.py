@@ -191,10 +191,23 @@ def _params_of(cls: type) -> tuple[ParamInfo, ...]:
     return found
 
 
-def _read_params(cls: type) -> tuple[ParamInfo, ...]:
+def _common_of(cls: type) -> tuple[ParamInfo, ...]:
+    """The parameters every measure has (:attr:`Measure.judged_only`), as *cls* declares them."""
+    found = _COMMON.get(cls)
+    if found is None:
+        found = _COMMON[cls] = _read_params(cls, common=True)
+    return found
+
+
+_COMMON: dict[type, tuple[ParamInfo, ...]] = {}
+
+
+def _read_params(cls: type, common: bool = False) -> tuple[ParamInfo, ...]:
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
+        if bool(f.metadata.get("common")) != common:
+            continue
         default = f.default if f.default is not dataclasses.MISSING else None
         tp = hints[f.name]
         domain = f.metadata.get("domain")
@@ -228,6 +241,19 @@ class Measure:
         attributes: the item attributes (``key=`` of the qrels or a ``--docinfo`` file) the
             measure reads, at the levels :meth:`attribute_levels` gives (``("sens",)``).
     """
+
+    #: Every measure's parameter (not listed by :meth:`params`): score condensed lists, the
+    #: items the qrels do not judge (or judge with a negative grade) removed from each ranking
+    #: first, as ``--judged-only`` does for all measures (ir_measures' ``judged_only=True``).
+    judged_only: bool = dataclasses.field(
+        default=False,
+        kw_only=True,
+        repr=False,
+        metadata={
+            "help": "score the condensed list: unjudged items (and negative grades) removed first",
+            "common": True,
+        },
+    )
 
     name: ClassVar[str] = ""
     at: ClassVar[str | None] = None
@@ -349,6 +375,12 @@ class Measure:
         """The parameters of this measure, in declaration order, with their domains."""
         return list(_params_of(cls))
 
+    @classmethod
+    def common_params(cls) -> list[ParamInfo]:
+        """The parameters every measure has, not listed by :meth:`params`: ``judged_only``.
+        A class that writes its own ``__str__`` prints them too (where :meth:`prints`)."""
+        return list(_common_of(cls))
+
     def __post_init__(self) -> None:
         """Check every parameter against its type and domain (:meth:`ParamInfo.problem`).
 
@@ -358,7 +390,7 @@ class Measure:
         Raises:
             ParamError: naming the measure, the parameter and the allowed range.
         """
-        for info in _params_of(type(self)):
+        for info in (*_params_of(type(self)), *_common_of(type(self))):
             problem = info.problem(getattr(self, info.name))
             if problem is not None:
                 raise ParamError(f"{self.name}: bad value for {info.name!r}: {problem}")
@@ -385,13 +417,13 @@ class Measure:
     def prints(self, name: str) -> bool:
         """Whether ``str(measure)`` shows parameter *name*: it was written in the spec, or
         differs from its default (for a measure class that writes its own ``__str__``)."""
-        info = next(p for p in self.params() if p.name == name)
+        info = next(p for p in (*self.params(), *self.common_params()) if p.name == name)
         return name in self.written or getattr(self, name) != info.default
 
     def __str__(self) -> str:
         parts = []
         at_text = None
-        for info in self.params():
+        for info in (*self.params(), *self.common_params()):
             value = getattr(self, info.name)
             shown = self.prints(info.name)
             if info.name == self.at:
@@ -418,7 +450,7 @@ class Measure:
         """Build the measure from a parsed spec, converting and checking parameter values;
         *fixed* values (an alias's) cannot be given again, *defaults* (e.g. ``rel`` from
         ``-l``) replace the class's defaults of the parameters the measure has."""
-        infos = {p.name: p for p in cls.params()}
+        infos = {p.name: p for p in (*cls.params(), *_common_of(cls))}
         valid = ", ".join(
             f"{p.name} ({p.type_name}, default {format_param_value(p.default)})" for p in infos.values()
         )

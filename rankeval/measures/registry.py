@@ -94,8 +94,9 @@ def _check_declaration(cls: type[Measure]) -> None:
         )
     # the base class's public attributes: class variables (name, at, ...) and methods
     class_vars = {name for name in vars(Measure) if not name.startswith("_")}
+    common = {f.name for f in dataclasses.fields(Measure)}  # every measure's (judged_only)
     for f in dataclasses.fields(cls):
-        if f.name in class_vars:
+        if f.name in class_vars - common:
             raise TypeError(
                 f"measure class {cls.__name__}: {f.name!r} became a parameter; annotate it "
                 f"ClassVar (e.g. {f.name}: ClassVar[str] = ...)"
