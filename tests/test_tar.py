@@ -416,9 +416,9 @@ def test_hand_computed_cli_clef_format(hand):
         "ALL\ttotal_cost\t-2.75",  # (3 - 37 + 2 + 21) / 4: below 1, so 3 decimals
     ]
     assert result.stderr.splitlines() == [
-        "rankeval: warning: tied scores of different grades at the ranks the measures read: hand.run 10 pairs "
-        "in 3 queries; the values depend on the tie rule (trec_eval; see --ties, and `rankeval ties` for their "
-        "range)",
+        "rankeval: warning: tied scores of different grades at the ranks the measures read: hand.run 3 queries, "
+        "3 groups, 10 pairs; the values depend on the tie rule (trec_eval; see --ties, and `rankeval ties` for "
+        "their range)",
         "rankeval: warning: run hand.run: TAR measures: 1 topic(s) without relevant documents "
         "(R = 0) skipped: t2; 1 topic(s) not in the run skipped (as the CLEF evaluator): t3"
     ]

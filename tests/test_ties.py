@@ -48,6 +48,15 @@ TIE_AWARE = [
     "NumRet",
     "NumRelRet",
     "NumRel",
+    "RelativeP@3",
+    "RprecMult@0.5",
+    "SetAP",
+    "SetF",
+    "SetRelativeP",
+    "Utility",
+    "NumNonrelJudgedRet",
+    "GMAP",
+    "GMBpref",
 ]
 
 #: the most orders of one query's tied groups the brute force walks
@@ -270,11 +279,11 @@ def test_the_tie_counts_of_a_hand_made_run():
     assert tie_counts(view, 1).tolist() == [1, 1, 1, 0]
     message = tie_message({"run": np.array([1, 1, 1, 1])}, 3, "trec_eval")
     assert message == (
-        "tied scores of different grades within the top 3: run 1 pair in 1 query; the values depend on "
+        "tied scores of different grades within the top 3: run 1 query, 1 group, 1 pair; the values depend on "
         "the tie rule (trec_eval; see --ties, and `rankeval ties` for their range); scores that differ only "
         "beyond float32 precision (trec_eval reads them as equal) within the top 3: run 1 pair"
     )
     assert tie_message({"run": np.array([1, 1, 1, 0])}, 3, "expected") is None
     # through an evaluation: the warning, once, with the summed counts
-    with pytest.warns(rankeval.TieWarning, match=r"at the ranks the measures read: run 2 pairs in 2 queries"):
+    with pytest.warns(rankeval.TieWarning, match=r"at the ranks the measures read: run 2 queries, 2 groups, 2 pairs"):
         rankeval.evaluate(qrels, run, ["AP"])

@@ -88,6 +88,9 @@ class GMAP(Measure):
     def compute(self, data: RankedLists) -> np.ndarray:
         return AP(rel=self.rel, level=self.level).compute(data)
 
+    def expected(self, data: RankedLists) -> np.ndarray:
+        return AP(rel=self.rel, level=self.level).expected(data)
+
     def aggregate(self, values: np.ndarray) -> float:
         """The geometric mean of the values, each at least 0.00001 (trec_eval's)."""
         return geometric_mean(values)
@@ -107,6 +110,9 @@ class GMBpref(Measure):
 
     def compute(self, data: RankedLists) -> np.ndarray:
         return Bpref(rel=self.rel, level=self.level).compute(data)
+
+    def expected(self, data: RankedLists) -> np.ndarray:
+        return Bpref(rel=self.rel, level=self.level).expected(data)
 
     def aggregate(self, values: np.ndarray) -> float:
         """The geometric mean of the values, each at least 0.00001 (trec_eval's)."""

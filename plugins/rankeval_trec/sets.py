@@ -17,6 +17,7 @@ from rankeval import Domain, Measure, param
 from rankeval.segments import safe_divide
 
 from .classic import _CUTOFF, _GRADE, _LEVEL, _REL, TREC_EVAL, _found
+from .ties import top_share
 
 if TYPE_CHECKING:
     from rankeval import RankedLists
@@ -50,6 +51,13 @@ class RelativeP(Measure):
     def compute(self, data: RankedLists) -> np.ndarray:
         return _relative(data, self.rel, self.k)
 
+    def expected(self, data: RankedLists) -> np.ndarray:
+        if self.k is None:
+            return self.compute(data)  # the retrieved set: no order
+        rows = data.relevant_rows(self.rel)
+        found = data.query_sum(rows, top_share(data, rows, self.k))
+        return safe_divide(found, np.minimum(float(self.k), data.num_rel(self.rel)))
+
 
 @dataclass(frozen=True)
 class SetRelativeP(Measure):
@@ -65,6 +73,9 @@ class SetRelativeP(Measure):
 
     def compute(self, data: RankedLists) -> np.ndarray:
         return _relative(data, self.rel, None)
+
+    def expected(self, data: RankedLists) -> np.ndarray:
+        return self.compute(data)  # the retrieved set: no order
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,9 @@ class SetAP(Measure):
     def compute(self, data: RankedLists) -> np.ndarray:
         found = _found(data, self.rel, None)
         return safe_divide(found * found, data.counts * data.num_rel(self.rel))
+
+    def expected(self, data: RankedLists) -> np.ndarray:
+        return self.compute(data)  # the retrieved set: no order
 
 
 @dataclass(frozen=True)
@@ -109,6 +123,9 @@ class SetF(Measure):
         recall = safe_divide(found, data.num_rel(self.rel))
         x = self.beta
         return safe_divide((x + 1.0) * precision * recall, x * precision + recall)
+
+    def expected(self, data: RankedLists) -> np.ndarray:
+        return self.compute(data)  # the retrieved set: no order
 
 
 @dataclass(frozen=True)
@@ -139,6 +156,9 @@ class Utility(Measure):
         value: np.ndarray = self.a * found + self.b * (n - found) + self.c * (big_r - found) + self.d * rest
         return value
 
+    def expected(self, data: RankedLists) -> np.ndarray:
+        return self.compute(data)  # the retrieved set: no order
+
 
 @dataclass(frozen=True)
 class NumNonrelJudgedRet(Measure):
@@ -158,6 +178,9 @@ class NumNonrelJudgedRet(Measure):
     def compute(self, data: RankedLists) -> np.ndarray:
         rows, grade = data.judged_rows()
         return data.query_sum(rows, (grade >= 0) & (grade < self.rel))
+
+    def expected(self, data: RankedLists) -> np.ndarray:
+        return self.compute(data)  # the retrieved set: no order
 
 
 @dataclass(frozen=True)
@@ -181,3 +204,8 @@ class RprecMult(Measure):
         rows = data.relevant_rows(self.rel)
         found = data.query_sum(rows, data.rank_of(rows) < cut[data.query[rows]])
         return safe_divide(found, cut)
+
+    def expected(self, data: RankedLists) -> np.ndarray:
+        cut = np.floor(self.mult * data.num_rel(self.rel) + 0.9)
+        rows = data.relevant_rows(self.rel)
+        return safe_divide(data.query_sum(rows, top_share(data, rows, cut)), cut)

@@ -84,7 +84,7 @@ def tie_message(counts: Mapping[str, np.ndarray], depth: int | None, rule: str) 
     where = "at the ranks the measures read" if depth is None else f"within the top {depth}"
     arbitrary = rule in ("trec_eval", "given")
     tied = [
-        f"{run} {_n(int(c[2]), 'pair')} in {_n(int(c[0]), 'query', 'queries')}"
+        f"{run} {_n(int(c[0]), 'query', 'queries')}, {_n(int(c[1]), 'group')}, {_n(int(c[2]), 'pair')}"
         for run, c in counts.items()
         if arbitrary and c[2]
     ]

@@ -273,8 +273,9 @@ class Measure:
     def expected(self, data: RankedLists) -> np.ndarray:
         """The tie-aware value (``--ties expected``): per query of *data*, the mean of
         :meth:`compute` over all orders of each group of rows with equal scores (McSherry &
-        Najork, ECIR 2008), exact. *data* is ranked by trec_eval's rule, and
-        ``data.ties`` gives each row's tied group (:class:`~rankeval.ranking.ranked_lists.Ties`).
+        Najork, ECIR 2008), exact. The rows of each tied group of *data* are in the run's
+        line order (any order would do: the value is their mean), and ``data.ties`` gives
+        each row's group (:class:`~rankeval.ranking.ranked_lists.Ties`).
 
         A measure without an exact method leaves this as it is (:meth:`tie_aware` is then
         false) and ``--ties expected`` refuses it before any work. A measure whose value does

@@ -53,9 +53,9 @@ class Alignment:
             *max_docs* cut (trec_eval ``-J`` with ``-M``: a query keeps the judged rows of its
             top *max_docs*); the query still counts as retrieved.
         ties: the order of rows with equal scores within a query
-            (:data:`rankeval.options.TIE_RULES`): ``"trec_eval"`` (and ``"expected"``, whose
-            kernels average over the tied groups of this order): the run's own rule (doc id
-            descending; an hTBG JSON run: qrels order); ``"given"``: the run's line order;
+            (:data:`rankeval.options.TIE_RULES`): ``"trec_eval"``: the run's own rule (doc id
+            descending; an hTBG JSON run: qrels order); ``"given"`` (and ``"expected"``, whose
+            kernels average over the orders of each tied group): the run's line order;
             ``"best"`` / ``"worst"``: judged items of higher / lower grade first (unjudged
             items count as lower than any grade).
 
@@ -365,8 +365,10 @@ class _Levels:
                 self._grade_of_rows,
                 "descending" if self.ties == "best" else "ascending",
             )
-        elif self.ties == "given":
-            pass  # the stable sort kept the file's order among equal scores
+        elif self.ties in ("given", "expected"):
+            # the stable sort kept the file's order among equal scores; the tie-aware kernels
+            # of "expected" average over each group's orders, whatever order it is in
+            pass
         elif self.run.tie_break == "docno":
             run_doc = self.numbering.run_doc
             tie = _tie_order(
