@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 import math
 
 import numpy as np
@@ -287,3 +288,25 @@ def test_the_tie_counts_of_a_hand_made_run():
     # through an evaluation: the warning, once, with the summed counts
     with pytest.warns(rankeval.TieWarning, match=r"at the ranks the measures read: run 2 queries, 2 groups, 2 pairs"):
         rankeval.evaluate(qrels, run, ["AP"])
+
+
+@pytest.mark.parametrize("rule", ["given", "expected", "best", "worst"])
+def test_every_rule_gives_the_same_values_in_blocks_and_on_the_whole_file(rule, tmp_path):
+    """The block engine cuts a file between queries: each rule sees a query's lines in the
+    file's order whatever the block size (values equal to the whole run's, in memory)."""
+    run = rankeval.Run.read("rankeval/examples/dl-hard-bm25.run.gz")
+    frame = run.frame
+    frame = frame.assign(score=frame.score.round(0))  # many ties
+    path = tmp_path / "tied.run"
+    frame.assign(rank=1)[["query_id", "q0", "doc_id", "rank", "score", "tag"]].to_csv(
+        path, sep=" ", header=False, index=False
+    )
+    ev = rankeval.Evaluator("rankeval/examples/dl-hard.qrels.txt", ["AP", "nDCG@10", "RR", "P@5"],
+                            options=EvalOptions(ties=rule))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", rankeval.TieWarning)
+        whole = ev.evaluate({"r": rankeval.Run.read(path)})
+        blocks = ev.evaluate({"r": str(path)}, jobs=1, block_size=20_000)
+        pool = ev.evaluate({"r": str(path)}, jobs=2, block_size=20_000)
+    pd.testing.assert_frame_equal(blocks, whole)
+    pd.testing.assert_frame_equal(pool, whole)
