@@ -94,12 +94,17 @@ class Evaluator:
         jobs: int | None = 1,
         engine: str | DaskOptions = "local",
         block_size: int | None = None,
+        progress: bool | None = None,
     ) -> Results:
         """:meth:`evaluate` without pandas: the same rows as plain arrays (what the CLI
         prints)."""
+        from rankeval.comparison.progress import block_progress
         from rankeval.engine.evaluation import evaluate_prepared
 
-        return evaluate_prepared(self.prepared, runs, jobs=jobs, engine=engine, block_size=block_size)
+        with block_progress(progress) as bar:
+            return evaluate_prepared(
+                self.prepared, runs, jobs=jobs, engine=engine, block_size=block_size, progress=bar
+            )
 
     def evaluate(
         self,
@@ -108,6 +113,7 @@ class Evaluator:
         jobs: int | None = 1,
         engine: str | DaskOptions = "local",
         block_size: int | None = None,
+        progress: bool | None = None,
     ) -> pd.DataFrame:
         """Evaluate runs.
 
@@ -132,6 +138,8 @@ class Evaluator:
                 query). Any size is taken here; ``--block-size`` on the command line is at
                 least :data:`~rankeval.io.blocks.MIN_BLOCK_SIZE` (64 KiB), since every block
                 costs about a millisecond whatever its size.
+            progress: show a progress bar of the blocks on stderr (default: when stderr is a
+                terminal; never for runs that make one block).
 
         Returns:
             A long DataFrame with columns ``run, query_id, measure, value``: one row per run,
@@ -140,7 +148,9 @@ class Evaluator:
             named ``all`` stays apart). Queries appear in sorted order, measures in the order
             given; with a compat mode, measures are named as the mode names them (CLEF's).
         """
-        return self.results(runs, jobs=jobs, engine=engine, block_size=block_size).to_frame()
+        return self.results(
+            runs, jobs=jobs, engine=engine, block_size=block_size, progress=progress
+        ).to_frame()
 
     def compare(
         self,
@@ -170,7 +180,8 @@ class Evaluator:
             jobs: as for :meth:`evaluate`.
             engine: as for :meth:`evaluate`.
             block_size: as for :meth:`evaluate`.
-            progress: show a progress bar on stderr (default: when stderr is a terminal).
+            progress: show progress bars on stderr (the blocks, the resampling; default: when
+                stderr is a terminal).
 
         Returns:
             A :class:`~rankeval.Comparison`, the same whatever *jobs*, *engine* and

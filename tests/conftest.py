@@ -81,6 +81,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "test_environment_faults",
         "test_errors",
         "test_golden_outputs",
+        "test_progress",
         "test_public_api",
         "test_signals",
         "test_startup",

@@ -40,7 +40,8 @@ def _is_command(fn: ast.FunctionDef) -> bool:
         ann = a.annotation
         if isinstance(ann, ast.Subscript) and isinstance(ann.value, ast.Name) and ann.value.id == "Annotated":
             continue
-        if isinstance(ann, ast.Name) and ann.id.endswith(("Option", "Argument")):
+        # an option type, or a group of options (rankeval.cli.meta_options: OutputOptions)
+        if isinstance(ann, ast.Name) and ann.id.endswith(("Option", "Options", "Argument")):
             continue
         return False
     return True

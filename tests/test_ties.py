@@ -11,8 +11,8 @@
 from __future__ import annotations
 
 import itertools
-import warnings
 import math
+import warnings
 
 import numpy as np
 import pandas as pd

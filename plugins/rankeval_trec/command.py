@@ -162,12 +162,7 @@ def trec_eval(
     options = EvalOptions(
         missing_zero=True, nest_sep=None, max_docs=max_docs, judged_only=judged_only, **DIALECT_OPTIONS
     )
-    try:
-        with warnings.catch_warnings():  # trec_eval says nothing about ties
-            warnings.simplefilter("ignore", TieWarning)
-            results = Evaluator(qrels_obj, computed or [GradeAt(pos=0)], options=options).results(run, jobs=jobs)
-    except InputError as exc:
-        raise _without_option_hint(exc) from None
+    results = _evaluated(Evaluator(qrels_obj, computed or [GradeAt(pos=0)], options=options), run, jobs)
     blocks = results.blocks if computed else []
     values = {b.measure: b.values for b in blocks}
     (run_name,) = results.run_tags
@@ -215,6 +210,17 @@ def trec_eval(
                 value = _summary(e, summary_of[e.name], present, used, n)
                 out.append(_line(e.name, "all", _number(e, value, z_on), z(e)))
     return "".join(out)
+
+
+def _evaluated(evaluator: Evaluator, run: str | Path, jobs: int | None) -> Any:
+    """The evaluator's results of *run*, quiet as trec_eval is: no tie warning, no progress
+    bar; a bad input's message without the main command's option hints."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TieWarning)
+            return evaluator.results(run, jobs=jobs, progress=False)
+    except InputError as exc:
+        raise _without_option_hint(exc) from None
 
 
 def _read_qrels(path: str | Path, judged_only: bool) -> Qrels:

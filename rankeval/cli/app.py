@@ -46,6 +46,7 @@ from rankeval.cli.shared_options import (
     PerQueryOption,
     PluginOption,
     PrecisionOption,
+    ProgressOption,
     QrelsArgument,
     QuietTiesOption,
     RelLevelOption,
@@ -240,6 +241,7 @@ def evaluate_cmd(
     scheduler: SchedulerOption = None,
     workers: WorkersOption = 2,
     memory_limit: MemoryLimitOption = None,
+    progress: ProgressOption = None,
     debug: DebugOption = False,
 ) -> None:
     """Score runs against qrels (the default command)."""
@@ -265,7 +267,9 @@ def evaluate_cmd(
         )
         evaluator = Evaluator(qrels, measures, options=options, registry=registry)
         with warnings_to_stderr(quiet_ties):
-            results = evaluator.results(run_sources(run_args), jobs=jobs, engine=chosen, block_size=size)
+            results = evaluator.results(
+                run_sources(run_args), jobs=jobs, engine=chosen, block_size=size, progress=progress
+            )
         if names != "rankeval":
             results = results.renamed(registry.measure_names(measures, names))
         emit(format_results(results, fmt, per_query=per_query, precision=digits, registry=registry), output)

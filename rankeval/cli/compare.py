@@ -42,6 +42,7 @@ from rankeval.cli.shared_options import (
     PerQueryOption,
     PluginOption,
     PrecisionOption,
+    ProgressOption,
     QrelsArgument,
     QuietTiesOption,
     RelLevelOption,
@@ -196,12 +197,7 @@ def compare_cmd(
     scheduler: SchedulerOption = None,
     workers: WorkersOption = 2,
     memory_limit: MemoryLimitOption = None,
-    progress: Annotated[
-        bool | None,
-        typer.Option(
-            "--progress/--no-progress", help="Progress bar on stderr (default: when stderr is a terminal)."
-        ),
-    ] = None,
+    progress: ProgressOption = None,
     debug: DebugOption = False,
 ) -> None:
     """Compare runs for a paper: scores, significance tests, corrections, intervals, tables, plots."""

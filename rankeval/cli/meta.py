@@ -3,8 +3,8 @@
 Every command but ``repro`` evaluates its runs once with :func:`per_query_values` (the block
 engine, as ``compare``) and works on the per-query rows of the long frame; ``repro`` calls
 :func:`rankeval.meta.repro.reproducibility`, which evaluates the four runs itself. Each writes
-one table (:class:`~rankeval.cli.meta_options.Output`: ``-f``, ``-o``, ``-p``), and takes the
-evaluation options of ``compare`` (:class:`~rankeval.cli.meta_options.Evaluation`); the plots
+one table (:class:`~rankeval.cli.meta_options.OutputOptions`: ``-f``, ``-o``, ``-p``), and takes the
+evaluation options of ``compare`` (:class:`~rankeval.cli.meta_options.EvaluationOptions`); the plots
 are the library's.
 """
 
@@ -27,8 +27,8 @@ from rankeval.cli.common import (
 )
 from rankeval.cli.meta_options import (
     AlphaOption,
-    Evaluation,
-    Output,
+    EvaluationOptions,
+    OutputOptions,
     PlotOption,
     SeedOption,
     SizesOption,
@@ -61,7 +61,7 @@ RunsArgument = Annotated[
 
 
 def per_query_values(
-    qrels: list[str], runs: list[str], specs: list[str], how: Evaluation
+    qrels: list[str], runs: list[str], specs: list[str], how: EvaluationOptions
 ) -> tuple[list[pd.DataFrame], list[str]]:
     """Evaluate *runs* against each qrels of *qrels* with the measures of *specs*, as
     ``compare`` does (:meth:`rankeval.Evaluator.evaluate` on the block engine, with the
@@ -91,7 +91,7 @@ def per_query_values(
     return frames, names
 
 
-def _inputs(qrels: list[str | None], runs: list[str], how: Evaluation) -> list[object]:
+def _inputs(qrels: list[str | None], runs: list[str], how: EvaluationOptions) -> list[object]:
     """The files a command reads (no output may be one of them)."""
     return [*(q for q in qrels if q is not None), *(run_argument(r).path for r in runs), *(how.docinfo or [])]
 
@@ -105,8 +105,8 @@ def _check_runs(runs: list[str], command: str) -> None:
 def corr_cmd(
     qrels: QrelsArgument,
     runs: RunsArgument,
-    out: Output,
-    how: Evaluation,
+    out: OutputOptions,
+    how: EvaluationOptions,
     measure: MeasureOption = [],  # noqa: B006 - typer needs a list default
     method: Annotated[
         str,
@@ -201,8 +201,8 @@ def _correlation_row(
 def topics_cmd(
     qrels: QrelsArgument,
     runs: RunsArgument,
-    out: Output,
-    how: Evaluation,
+    out: OutputOptions,
+    how: EvaluationOptions,
     measure: MeasureOption = [],  # noqa: B006 - typer needs a list default
     min_diff: Annotated[
         float | None,
@@ -258,8 +258,8 @@ def topics_cmd(
 def power_cmd(
     qrels: QrelsArgument,
     runs: RunsArgument,
-    out: Output,
-    how: Evaluation,
+    out: OutputOptions,
+    how: EvaluationOptions,
     measure: MeasureOption = [],  # noqa: B006 - typer needs a list default
     test: Annotated[
         str,
@@ -313,8 +313,8 @@ def power_cmd(
 def swap_cmd(
     qrels: QrelsArgument,
     runs: RunsArgument,
-    out: Output,
-    how: Evaluation,
+    out: OutputOptions,
+    how: EvaluationOptions,
     measure: MeasureOption = [],  # noqa: B006 - typer needs a list default
     sizes: SizesOption = None,
     bins: Annotated[
@@ -367,8 +367,8 @@ def swap_cmd(
 def stability_cmd(
     qrels: QrelsArgument,
     runs: RunsArgument,
-    out: Output,
-    how: Evaluation,
+    out: OutputOptions,
+    how: EvaluationOptions,
     measure: MeasureOption = [],  # noqa: B006 - typer needs a list default
     sizes: SizesOption = None,
     samples: Annotated[
@@ -419,8 +419,8 @@ def repro_cmd(
     orig_adv: Annotated[str, typer.Argument(metavar="ORIG_ADV", help="The original advanced run.")],
     rep_base: Annotated[str, typer.Argument(metavar="REP_BASE", help="The reproduced baseline run.")],
     rep_adv: Annotated[str, typer.Argument(metavar="REP_ADV", help="The reproduced advanced run.")],
-    out: Output,
-    how: Evaluation,
+    out: OutputOptions,
+    how: EvaluationOptions,
     measure: MeasureOption = [],  # noqa: B006 - typer needs a list default
     qrels2: Annotated[
         str | None,

@@ -1,10 +1,10 @@
 """The options of the ``meta`` commands, each declared once.
 
-Every meta command takes the same output options (:class:`Output`: ``-f``, ``-o``, ``-p``) and,
+Every meta command takes the same output options (:class:`OutputOptions`: ``-f``, ``-o``, ``-p``) and,
 when it evaluates runs, the same evaluation and engine options as ``compare``
-(:class:`Evaluation`). Each of these is a field of its dataclass, typed with the option of
+(:class:`EvaluationOptions`). Each of these is a field of its dataclass, typed with the option of
 :mod:`rankeval.cli.shared_options`; :func:`meta_command` adds the fields to a command's
-parameters in place of a parameter ``out: Output`` or ``how: Evaluation``, and hands the
+parameters in place of a parameter ``out: OutputOptions`` or ``how: EvaluationOptions``, and hands the
 command the dataclass built from what was given.
 
 May import: :mod:`rankeval.cli.common`, :mod:`rankeval.cli.shared_options`,
@@ -61,8 +61,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AlphaOption",
-    "Evaluation",
-    "Output",
+    "EvaluationOptions",
+    "OutputOptions",
     "PlotOption",
     "SeedOption",
     "SizesOption",
@@ -96,13 +96,13 @@ SizesOption = Annotated[
     ),
 ]
 
-#: metadata of the :class:`Evaluation` fields that choose the engine (a command that does not
+#: metadata of the :class:`EvaluationOptions` fields that choose the engine (a command that does not
 #: evaluate on the block engine leaves them out)
 _ENGINE = {"engine": True}
 
 
 @dataclass(frozen=True)
-class Output:
+class OutputOptions:
     """Where and how a meta command writes its table (:func:`rankeval.report.formats.format_table`).
 
     Attributes:
@@ -142,7 +142,7 @@ class Output:
 
 
 @dataclass(frozen=True)
-class Evaluation:
+class EvaluationOptions:
     """How the meta commands evaluate runs: the evaluation and engine options they share with
     ``compare`` (each field is the option of the same name)."""
 
@@ -206,14 +206,14 @@ def _parameters(cls: type, engine: bool) -> list[inspect.Parameter]:
 
 
 def meta_command(group: typer.Typer, name: str, *, engine: bool = True) -> Callable[[_Command], _Command]:
-    """Register *command* as the command *name* of *group*, its parameters ``out: Output``
-    and ``how: Evaluation`` replaced by their fields' options (*engine*: with the engine's;
+    """Register *command* as the command *name* of *group*, its parameters ``out: OutputOptions``
+    and ``how: EvaluationOptions`` replaced by their fields' options (*engine*: with the engine's;
     without, the engine fields keep their defaults)."""
 
     def register(command: _Command) -> _Command:
         own = inspect.signature(command, eval_str=True)
         bundles = {
-            p.name: p.annotation for p in own.parameters.values() if p.annotation in (Output, Evaluation)
+            p.name: p.annotation for p in own.parameters.values() if p.annotation in (OutputOptions, EvaluationOptions)
         }
         params = [p for p in own.parameters.values() if p.name not in bundles]
         kept: dict[str, list[str]] = {}

@@ -225,6 +225,13 @@ WorkersOption = Annotated[
     int,
     typer.Option("--workers", metavar="N", help="With --engine dask and no --scheduler: local worker processes."),
 ]
+ProgressOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--progress/--no-progress",
+        help="Progress bar on stderr (default: when stderr is a terminal; none for runs that fit in one block).",
+    ),
+]
 MemoryLimitOption = Annotated[
     str | None,
     typer.Option(

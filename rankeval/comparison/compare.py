@@ -36,7 +36,7 @@ import numpy as np
 from rankeval.comparison.curves import curve_of, expand_template, parameter_curve
 from rankeval.comparison.data import RANDOM, ComparisonData
 from rankeval.comparison.plots import plot_comparison, plot_panels
-from rankeval.comparison.progress import Task
+from rankeval.comparison.progress import Task, block_progress
 from rankeval.comparison.progress import progress as progress_bars
 from rankeval.comparison.significance import correct, pair_stats, run_stats
 from rankeval.comparison.tables import FORMATS, LATEX_WIDTH, SPREADS, paper_table, render
@@ -235,7 +235,10 @@ def compare_prepared(
     runs = read_once(runs)
     items = run_items(runs)
     _check_count(len(items), stats.random_baseline)
-    results = evaluate_prepared(prepared, runs, jobs=jobs, engine=engine, block_size=block_size)
+    with block_progress(progress) as bar:
+        results = evaluate_prepared(
+            prepared, runs, jobs=jobs, engine=engine, block_size=block_size, progress=bar
+        )
     names = list(results.run_queries)  # in the order given, as the engine names them
     sources = [_source(item) for _, item in items]
     base, source = _roles(names, sources, stats.baseline, stats.random_baseline)

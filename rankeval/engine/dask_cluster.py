@@ -18,7 +18,7 @@ import math
 import os
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -306,10 +306,11 @@ def _started(c: Any) -> None:
     replace it to find, and freeze, the worker processes)."""
 
 
-def compute(tasks: list[Any]) -> list[Any]:
+def compute(tasks: list[Any], done: Callable[[int], None] | None = None) -> list[Any]:
     """Compute Dask *tasks*: during a run (inside :func:`client`) on its client, watched for a
-    stall (:func:`_watched`); otherwise with ``dask.compute`` (e.g. threads, for ``convert``).
-    Also a seam: the fault tests replace it to interrupt a run while its tasks are in flight."""
+    stall (:func:`_watched`), *done* (a progress display's ``advance(n)``) called with 1 as each
+    task ends; otherwise with ``dask.compute`` (e.g. threads, for ``convert``). Also a seam:
+    the fault tests replace it to interrupt a run while its tasks are in flight."""
     import dask
 
     stall = dask.config.get("rankeval.stall-timeout", default=None)
@@ -318,7 +319,11 @@ def compute(tasks: list[Any]) -> list[Any]:
     from distributed import get_client
 
     c = get_client()
-    return _watched(c, c.compute(tasks), float(stall))
+    futures = c.compute(tasks)
+    if done is not None:
+        for future in futures:
+            future.add_done_callback(lambda _: done(1))
+    return _watched(c, futures, float(stall))
 
 
 def _watched(c: Any, futures: list[Any], stall: float) -> list[Any]:

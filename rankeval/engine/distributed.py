@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import pickle
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -73,9 +73,10 @@ class DaskScheduler:
 
     threads = False
 
-    def __init__(self, shared: bytes, send_bytes: bool) -> None:
+    def __init__(self, shared: bytes, send_bytes: bool, done: Callable[[int], None] | None = None) -> None:
         self.shared = shared  # the pickled Shared object
         self.send_bytes = send_bytes  # a cluster given by address: tasks carry block bytes
+        self.done = done  # a progress display's advance(n): one step per task, as it ends
 
     def map(self, tasks: Iterable[Task]) -> Iterator[BlockValues]:
         import warnings
@@ -89,7 +90,9 @@ class DaskScheduler:
         graph = [dask.delayed(_run, pure=False)(shared, self._with_bytes(task)) for task in tasks]
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*[Ll]arge graph.*")
-            return iter(dask_cluster.compute(graph))
+            if self.done is None:
+                return iter(dask_cluster.compute(graph))
+            return iter(dask_cluster.compute(graph, done=self.done))
 
     def _with_bytes(self, task: Task) -> Task:
         """*task* carrying its block's (or part file's) bytes for a cluster given by address
@@ -112,17 +115,22 @@ def _run(shared: Shared, task: Task) -> BlockValues:
 
 @contextlib.contextmanager
 def dask_scheduler(
-    shared: Shared, options: DaskOptions, measures: Sequence[Measure]
+    shared: Shared,
+    options: DaskOptions,
+    measures: Sequence[Measure],
+    done: Callable[[int], None] | None = None,
 ) -> Iterator[DaskScheduler]:
     """A :class:`DaskScheduler` on the cluster of *options* (a new local cluster, or the
     scheduler given), with *shared* sent to every worker; a failure of the cluster (workers
-    lost, the scheduler gone) is an :class:`~rankeval.errors.EngineError` saying what to do."""
+    lost, the scheduler gone) is an :class:`~rankeval.errors.EngineError` saying what to do.
+    *done*: a progress display's ``advance(n)``, called (from a thread of the client) as each
+    task ends."""
     options.check()
     for m in measures:
         check_measure(m)
     try:
         with dask_cluster.client(options):
-            yield DaskScheduler(pickle.dumps(shared), send_bytes=options.scheduler is not None)
+            yield DaskScheduler(pickle.dumps(shared), send_bytes=options.scheduler is not None, done=done)
     except RankevalError:
         raise
     except Exception as exc:  # workers lost (killed, frozen, out of memory), the scheduler gone ...

@@ -5,17 +5,24 @@ each measure reads the ranked lists of its nesting level and returns one value p
 values of nested sub-queries are averaged per query; the aggregate row (``query_id`` null:
 no query id can take it; trec output labels it ``all``) is the measure's own aggregate (mean
 by default).
+
+A long evaluation shows its progress if the caller gives a *progress* callback
+(:data:`BlockProgress`; the callers above the engine make it a bar on stderr,
+:mod:`rankeval.comparison.progress`): the tasks done out of an estimate from the run files'
+sizes, counted as each task's values come back, on every scheduler. Runs whose files hold
+no more than one block of text start none.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rankeval.engine.blockwise import Shared
+from rankeval.engine.blockwise import BlockValues, Scheduler, Shared, Task
 from rankeval.engine.prepare import Prepared
 from rankeval.engine.runs import as_runs, run_items
 from rankeval.errors import InputError, UsageError
@@ -31,9 +38,15 @@ if TYPE_CHECKING:
 #: the engines by name (a :class:`~rankeval.engine.distributed.DaskOptions` is the Dask engine too)
 ENGINES = ("local", "dask")
 
+BlockProgress = Callable[[int], Callable[[int], None]]
+"""``progress(total)``: start a progress display of *total* tasks (an estimate: the total may
+be passed) and return its ``advance(n)`` (*n* more tasks done; called from another thread on
+the Dask engine)."""
+
 __all__ = [
     "ENGINES",
     "Block",
+    "BlockProgress",
     "Results",
     "as_runs",
     "check_engine",
@@ -157,10 +170,12 @@ def evaluate_prepared(
     jobs: int | None = 1,
     engine: str | DaskOptions = "local",
     block_size: int | None = None,
+    progress: BlockProgress | None = None,
 ) -> Results:
     """Evaluate *runs* on a :class:`~rankeval.engine.prepare.Prepared` evaluation (its qrels,
     measures and options) with the block engine (:meth:`rankeval.Evaluator.results`
-    documents the arguments)."""
+    documents the arguments; *progress*: see :data:`BlockProgress`, started only when the
+    run files hold more than one block of text)."""
     check_engine(engine)
     measure_list = list(prepared.measures)
     out = Results(
@@ -168,7 +183,7 @@ def evaluate_prepared(
         whole_measures={str(m) for m in measure_list if m.whole and not m.integer},
     )
     shared = Shared(prepared.qrels, prepared.computed, prepared.options, prepared.plugins)
-    _evaluate_blocks(out, runs, measure_list, shared, jobs, block_size, engine)
+    _evaluate_blocks(out, runs, measure_list, shared, jobs, block_size, engine, progress)
     names = prepared.result_names()
     return out if names is None else out.renamed(names)
 
@@ -181,11 +196,12 @@ def _evaluate_blocks(
     jobs: int | None,
     block_size: int | None,
     engine: str | DaskOptions,
+    progress: BlockProgress | None = None,
 ) -> None:
     """Evaluate the runs with the block engine (:mod:`rankeval.engine.blockwise`) into *out*:
     in this process (``jobs=1``, or run text that fits in one block: :func:`_block_size`), in a
     pool of ``jobs`` worker processes (default: one per core), or on Dask (*engine* ``"dask"`` or a
-    :class:`~rankeval.engine.distributed.DaskOptions`)."""
+    :class:`~rankeval.engine.distributed.DaskOptions`); *progress* advanced as tasks end."""
     from rankeval.engine import blockwise
 
     if block_size is not None and (
@@ -193,20 +209,24 @@ def _evaluate_blocks(
     ):
         raise UsageError(f"the block size must be a positive number of bytes, not {block_size!r}")
     items = _block_runs(runs)
-    text = _text_bytes(items)
+    sizes = _text_sizes(items)
+    text = sum(sizes)
     if engine != "local":
         from rankeval.engine.distributed import DaskOptions, dask_scheduler
 
         options = engine if isinstance(engine, DaskOptions) else DaskOptions()
         size = block_size or _block_size(text, options.workers if options.scheduler is None else 1)
-        with dask_scheduler(shared, options, [m for m in shared.measures]) as scheduler:
+        done = _started(progress, items, sizes, size)
+        with dask_scheduler(shared, options, [m for m in shared.measures], done) as scheduler:
             per_run = blockwise.evaluate_blocks(items, scheduler, shared, size)
     else:
         from rankeval.engine.local_pool import default_jobs, local_scheduler
 
         size = block_size or _block_size(text, default_jobs() if jobs is None else jobs)
+        done = _started(progress, items, sizes, size)
         with local_scheduler(shared, jobs, text, size) as scheduler:
-            per_run = blockwise.evaluate_blocks(items, scheduler, shared, size)
+            counted = scheduler if done is None else _Counted(scheduler, done)
+            per_run = blockwise.evaluate_blocks(items, counted, shared, size)
     for run in per_run:
         out.run_queries[run.name], out.run_tags[run.name] = run.queries, run.tag
         for measure, v in zip(measures, run.measures, strict=True):
@@ -267,9 +287,10 @@ def _block_size(text_bytes: int, processes: Any) -> int:
     return max(MIN_DEFAULT_BLOCK_SIZE, min(DEFAULT_BLOCK_SIZE, text_bytes // (4 * processes)))
 
 
-def _text_bytes(items: list[tuple[str | None, Any]]) -> int:
-    """About how many bytes of text the run files among *items* hold (to choose a
-    scheduler): their size on disk, a compressed file's counted five times."""
+def _text_sizes(items: list[tuple[str | None, Any]]) -> list[int]:
+    """About how many bytes of text each run file among *items* holds (to choose a scheduler
+    and a block size, and to estimate the tasks): its size on disk, a compressed file's
+    counted five times."""
     import os
 
     from rankeval.engine.blockwise import run_files
@@ -278,4 +299,31 @@ def _text_bytes(items: list[tuple[str | None, Any]]) -> int:
     paths = [
         path for _, item in items if isinstance(item, str) for path in run_files(item) if os.path.isfile(path)
     ]
-    return sum(os.path.getsize(path) * (5 if is_compressed(path) else 1) for path in paths)
+    return [os.path.getsize(path) * (5 if is_compressed(path) else 1) for path in paths]
+
+
+def _started(
+    progress: BlockProgress | None, items: list[tuple[str | None, Any]], sizes: list[int], block_size: int
+) -> Callable[[int], None] | None:
+    """*progress* started with the estimated number of tasks (a run file's blocks from its
+    :func:`_text_sizes`, one per run in memory) if the run files hold more than one block of
+    text; else ``None`` (small runs, however many, take no time to show)."""
+    if progress is None or sum(sizes) <= block_size:
+        return None
+    in_memory = sum(not isinstance(item, str) for _, item in items)
+    return progress(sum(-(-size // block_size) for size in sizes) + in_memory)
+
+
+class _Counted:
+    """A local scheduler whose finished tasks advance a progress display (one step each, as
+    their values come back)."""
+
+    def __init__(self, scheduler: Scheduler, done: Callable[[int], None]) -> None:
+        self.scheduler = scheduler
+        self.threads = scheduler.threads
+        self.done = done
+
+    def map(self, tasks: Iterable[Task]) -> Iterator[BlockValues]:
+        for values in self.scheduler.map(tasks):
+            self.done(1)
+            yield values
