@@ -146,6 +146,39 @@ def test_corr_bootstrap_interval(collection: Collection) -> None:
     assert (row["alpha"], row["samples"], row["topics"], row["seed"]) == (0.05, 300, 8, 3)
 
 
+@pytest.mark.parametrize("scored", [False, True], ids=["names", "names and scores"])
+def test_corr_against_a_given_ordering(collection: Collection, tmp_path: Path, scored: bool) -> None:
+    """--order FILE: the reference ranking is given (best first, or by score); the measure's
+    ranking is correlated with it, the file's ranking being x."""
+    qrels, _, runs = collection
+    reference = [5.0, 1.0, 4.0, 2.0, 3.0]  # the runs' scores in the given ordering
+    order = tmp_path / "order.txt"
+    ranked = sorted(zip(runs, reference, strict=True), key=lambda p: -p[1])
+    order.write_text("".join(f"{r.name} {s}\n" if scored else f"{r.name}\n" for r, s in ranked))
+    (row,) = rows_of(["meta", "corr", qrels, *runs, "-m", "AP", "--order", order, "--method", "tau_ap_b"])
+    assert (row["x_measure"], row["x_qrels"], row["y_measure"]) == ("order", str(order), "AP")
+    expected = correlation(reference, means(qrels, runs, "AP"), "tau_ap_b")
+    assert row["value"] == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a 1\nb\n", "expected every line as 'NAME' or every line as 'NAME SCORE'"),
+        ("a 1 2\n", ":1: expected 'NAME' or 'NAME SCORE'"),
+        ("a x\n", ":1: expected a number after the run name, found 'x'"),
+        ("a\na\n", ":2: expected each run once ('a' again)"),
+        ("run0.txt\nnope\n", "names other runs: missing"),
+    ],
+)
+def test_a_bad_ordering_file_is_one_line(collection: Collection, tmp_path: Path, text: str, message: str) -> None:
+    qrels, _, runs = collection
+    order = tmp_path / "order.txt"
+    order.write_text(text)
+    code, out, err = invoke(["meta", "corr", qrels, *runs, "-m", "AP", "--order", order])
+    assert code in (1, 2) and out == "" and message in err and len(err.strip().splitlines()) == 1, err
+
+
 # ------------------------------------------------------------------------------ topics
 def test_topics(collection: Collection) -> None:
     qrels, _, runs = collection

@@ -310,3 +310,33 @@ def test_every_rule_gives_the_same_values_in_blocks_and_on_the_whole_file(rule, 
         pool = ev.evaluate({"r": str(path)}, jobs=2, block_size=20_000)
     pd.testing.assert_frame_equal(blocks, whole)
     pd.testing.assert_frame_equal(pool, whole)
+
+
+def test_the_ties_command_prints_the_range(tmp_path):
+    """``rankeval ties``: per run and measure, worst <= trec_eval <= best, the expected value
+    (nan without an exact method), equal to the library's values under each rule."""
+    from typer.testing import CliRunner
+
+    from rankeval.cli.app import app
+
+    qrels, run = tmp_path / "q.txt", tmp_path / "r.txt"
+    qrels.write_text("q1 0 a 1\nq1 0 b 0\nq1 0 c 2\nq2 0 x 1\n")
+    run.write_text("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 2.0 t\nq1 Q0 c 3 2.0 t\nq2 Q0 y 1 1.0 t\nq2 Q0 x 2 1.0 t\n")
+    measures = ["AP", "nDCG@2", "IPrec@0.5"]
+    options = [a for m in measures for a in ("-m", m)]
+    result = CliRunner().invoke(app, ["ties", str(qrels), str(run), *options, "-f", "json"])
+    assert result.exit_code == 0, result.output
+    import json
+
+    rows = {r["measure"]: r for r in json.loads(result.stdout)}
+    assert list(rows) == measures
+    for m in measures:
+        values = {rule: rankeval.evaluate(str(qrels), str(run), [m], options=EvalOptions(ties=rule))
+                  for rule in ("worst", "trec_eval", "best")}
+        for rule, df in values.items():
+            assert rows[m][rule] == pytest.approx(float(df[df.query_id.isna()].value.iloc[0]), abs=5e-5)
+        assert rows[m]["worst"] <= rows[m]["trec_eval"] <= rows[m]["best"]
+    assert rows["AP"]["worst"] < rows["AP"]["best"]  # the ties matter here
+    expected = rankeval.evaluate(str(qrels), str(run), ["AP"], options=EvalOptions(ties="expected"))
+    assert rows["AP"]["expected"] == pytest.approx(float(expected[expected.query_id.isna()].value.iloc[0]), abs=5e-5)
+    assert rows["IPrec@0.5"]["expected"] is None  # no exact method: null in json

@@ -11,6 +11,7 @@ are the library's.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -124,6 +125,15 @@ def corr_cmd(
             help="Rank the systems by the one -m measure under QRELS and under this qrels file.",
         ),
     ] = None,
+    order: Annotated[
+        Path | None,
+        typer.Option(
+            "--order",
+            metavar="FILE",
+            help="Correlate the one -m measure's ranking with a given ordering (the reference): "
+            "FILE has one run per line, best first, as 'NAME' or 'NAME SCORE' (higher is better).",
+        ),
+    ] = None,
     persistence: Annotated[float, typer.Option("--rbo-p", help="RBO's persistence p.")] = 0.9,
     ci: Annotated[
         bool, typer.Option("--ci", help="Add a percentile bootstrap confidence interval over topics.")
@@ -143,19 +153,65 @@ def corr_cmd(
         if ci:
             samples_of(samples)
             alpha_of(alpha)
-        out.check(_inputs([qrels, qrels2], runs, how))
+        out.check(_inputs([qrels, qrels2, *([str(order)] if order else [])], runs, how))
         _check_runs(runs, "corr")
+        if order is not None and qrels2 is not None:
+            raise UsageError("meta corr: give --order or --qrels2, not both")
+        given = None if order is None else _given_order(order)
         both = [qrels] if qrels2 is None else [qrels, qrels2]
         frames, names = per_query_values(both, runs, measure, how)
-        wanted = 1 if qrels2 is not None else 2
+        wanted = 1 if qrels2 is not None or order is not None else 2
         if len(names) != wanted:
             what = (
-                "one measure with --qrels2" if qrels2 is not None else "two measures (-m A -m B) or --qrels2"
+                "two measures (-m A -m B), or one with --qrels2 or --order"
+                if wanted == 2
+                else f"one measure with {'--order' if order else '--qrels2'}"
             )
             raise UsageError(f"meta corr needs {what}; the -m options give {len(names)}: {', '.join(names)}")
         sides = [(frames[0], names[0], qrels), (frames[-1], names[-1], both[-1])]
+        if given is not None:
+            sides = [(_order_frame(given, frames[0], str(order)), "order", str(order)), sides[0]]
         columns, row = _correlation_row(sides, method, persistence, samples if ci else 0, alpha, number)
         out.write(columns, [row])
+
+
+def _given_order(path: Path) -> dict[str, float]:
+    """The runs of an ordering file, each with its score: ``NAME SCORE`` as given, or for
+    ``NAME`` lines (best first) the number of runs below it."""
+    from rankeval.errors import InputError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the ordering: {exc}", source=str(path)) from None
+    entries = [(n, line.split()) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    scores: dict[str, float] = {}
+    for n, fields in entries:
+        if len(fields) > 2 or fields[0] in scores:
+            what = "'NAME' or 'NAME SCORE'" if len(fields) > 2 else f"each run once ({fields[0]!r} again)"
+            raise InputError(f"expected {what}", source=str(path), line=n)
+        try:
+            scores[fields[0]] = float(fields[1]) if len(fields) == 2 else float(len(entries) - len(scores))
+        except ValueError:
+            raise InputError(f"expected a number after the run name, found {fields[1]!r}", source=str(path), line=n) from None
+    if len({len(f) for _, f in entries}) > 1:
+        raise InputError("expected every line as 'NAME' or every line as 'NAME SCORE'", source=str(path))
+    return scores
+
+
+def _order_frame(scores: dict[str, float], frame: pd.DataFrame, path: str) -> pd.DataFrame:
+    """A per-query frame in which each run of *frame* has its given score on every query (its
+    mean is the score; a bootstrap over topics leaves it fixed)."""
+    runs = sorted(set(frame["run"]))
+    if set(runs) != set(scores):
+        raise UsageError(
+            f"the ordering {path} names other runs: missing {sorted(set(runs) - set(scores))}, "
+            f"unknown {sorted(set(scores) - set(runs))}"
+        )
+    out = frame.copy()
+    out["value"] = out["run"].map(scores).astype(float)
+    out["measure"] = "order"
+    return out
 
 
 def _correlation_row(

@@ -258,7 +258,8 @@ def _tau(a: _Array, b: _Array, *, tie_corrected: bool) -> float:
     numerator = float(np.sum(sa * sb))
     if not tie_corrected:
         return numerator / pairs
-    denominator = math.sqrt(float(np.count_nonzero(sa))) * math.sqrt(float(np.count_nonzero(sb)))
+    # one square root of the (exact, integer) product: sqrt(n) * sqrt(n) may miss n by an ulp
+    denominator = math.sqrt(float(np.count_nonzero(sa) * np.count_nonzero(sb)))
     return numerator / denominator if denominator else math.nan
 
 
