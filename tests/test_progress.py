@@ -112,12 +112,27 @@ def _slow_pools(names: list[str]) -> list[object]:
     return [pytest.param(n, marks=pytest.mark.slow) if "--jobs 2" in n or "dask" in n else n for n in names]
 
 
+#: pyarrow's intermittent abort at interpreter exit (a native thread still joinable when the
+#: process ends: apache/arrow#34314), seen here a few times in a hundred; the docs test knows it
+#: too (tests/test_docs_examples.py, KNOWN_ABORT). After the work and its output are complete.
+KNOWN_ABORT = b"terminate called without an active exception"
+
+
+def _aborted_at_exit(rc: int, shown: bytes) -> None:
+    """An expected failure for the known abort at exit, after the results were written."""
+    if rc in (-6, 134) and KNOWN_ABORT in shown:
+        pytest.xfail("rankeval aborted at exit (pyarrow, apache/arrow#34314), after its output")
+
+
 @pytest.mark.parametrize("name", _slow_pools(list(COMMANDS)))
 def test_a_terminal_sees_the_bar_and_a_pipe_none(name: str, data: dict[str, Path]) -> None:
     rc, out, shown = on_terminal(_command(name, data))
+    assert LABEL in shown and BAR in shown and b"%" in shown  # (before any abort at exit)
+    _aborted_at_exit(rc, shown)
     assert rc == 0, shown.decode(errors="replace")
     assert LABEL in shown and BAR in shown and b"%" in shown
     rc, piped, err = on_pipe(_command(name, data))
+    _aborted_at_exit(rc, err)
     assert rc == 0, err.decode(errors="replace")
     assert err == b""  # not a byte of the bar, nor anything else
     assert piped == out  # the same results either way
@@ -126,6 +141,7 @@ def test_a_terminal_sees_the_bar_and_a_pipe_none(name: str, data: dict[str, Path
 @pytest.mark.parametrize("name", _slow_pools(list(COMMANDS)))
 def test_no_progress_shows_none_on_a_terminal(name: str, data: dict[str, Path]) -> None:
     rc, out, shown = on_terminal(_command(name, data, "--no-progress"))
+    _aborted_at_exit(rc, shown)
     assert rc == 0, shown.decode(errors="replace")
     assert shown == b""
     assert out.count(b"AP") == len(out.splitlines())  # the results, one line per run
