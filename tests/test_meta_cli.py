@@ -510,7 +510,7 @@ def test_tie_warning_and_quiet_ties(dl_hard: tuple[Path, list[Path]]) -> None:
 # ------------------------------------------------------------------------------ errors
 BAD = [
     # (command, arguments after QRELS RUN..., words of the one-line message)
-    ("corr", ["-m", "AP"], "needs two measures (-m A -m B) or --qrels2; the -m options give 1: AP"),
+    ("corr", ["-m", "AP"], "needs two measures (-m A -m B), or one with --qrels2 or --order; the -m options give 1: AP"),
     ("corr", ["-m", "AP", "-m", "P@5", "-m", "nDCG"], "the -m options give 3"),
     ("corr", ["-m", "AP", "-m", "P@5", "--method", "kendall"], "unknown --method 'kendall'"),
     ("corr", ["-m", "AP", "-m", "P@5", "--seed", "-1"], "--seed must be a whole number from 0 to"),
