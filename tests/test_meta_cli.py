@@ -435,9 +435,11 @@ def test_plot_is_written(
 
 def _options(*path: str) -> dict[str, Any]:
     """``{long name: click option}`` of the command at *path*, as declared."""
+    import click
+
     command: Any = typer.main.get_command(app)
-    for name in path:
-        command = command.commands[name]
+    for name in path:  # (get_command: the meta group is added when first asked for)
+        command = command.get_command(click.Context(command), name)
     return {max(p.opts, key=len): p for p in command.params if p.param_type_name == "option"}
 
 

@@ -25,7 +25,6 @@ from rankeval.cli.common import (
     warnings_to_stderr,
 )
 from rankeval.cli.compare import compare_cmd
-from rankeval.cli.meta import meta_app
 from rankeval.cli.shared_options import (
     RUNS_METAVAR,
     BlockSizeOption,
@@ -61,6 +60,10 @@ from rankeval.errors import RankevalError, UsageError
 from rankeval.options import check_choice
 from rankeval.report.formats import FORMATS as BUILTIN_FORMATS
 
+#: command groups of their own modules, imported only when a command line names them (or help
+#: lists the commands): ``rankeval meta`` costs the other commands no start-up time
+LAZY_GROUPS = {"meta": ("rankeval.cli.meta", "meta_app")}
+
 
 class _DefaultGroup(TyperGroup):
     """A group whose first argument, when it is not a command name, starts ``evaluate``; the
@@ -69,12 +72,33 @@ class _DefaultGroup(TyperGroup):
     third-party code (``rankeval plugins`` lists every plugin's commands)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] in LAZY_GROUPS:
+            self._add_lazy(args[0])
         if args and _may_be_command(args[0]) and args[0] not in self.commands:
             self._add_plugin_commands()
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
             # anything else (a qrels path, or an option of evaluate) starts the default command
             args = ["evaluate", *args]
         return super().parse_args(ctx, args)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name in LAZY_GROUPS:
+            self._add_lazy(cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        for name in LAZY_GROUPS:
+            self._add_lazy(name)
+        return list(super().list_commands(ctx))
+
+    def _add_lazy(self, name: str) -> None:
+        """Add the command group *name* of :data:`LAZY_GROUPS` (imported once, when asked for)."""
+        if name not in self.commands:
+            import importlib
+
+            module, attribute = LAZY_GROUPS[name]
+            group = typer.main.get_group(getattr(importlib.import_module(module), attribute))
+            self.add_command(group, name)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         self._add_plugin_commands(entry_points=False)
@@ -400,5 +424,5 @@ def convert_cmd(
 app.command("compare", cls=PlainHelpCommand)(compare_cmd)
 app.command("ties", cls=PlainHelpCommand)(ties_cmd)
 
-# the meta group lives in its own module (which does not import this one)
-app.add_typer(meta_app, name="meta")
+# the meta group lives in its own module (which does not import this one), imported only when
+# a command line names it or help lists the commands (_DefaultGroup._add_lazy)
