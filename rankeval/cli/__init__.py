@@ -27,13 +27,6 @@ after 20,000 new objects rather than 700 (:func:`gc.set_threshold`; about 20 ms 
 run), and freezes it when the command is over (:func:`gc.freeze`), so that the interpreter's
 exit does not search every object for cycles (about 35 ms).
 
-**Exit.** When the command is over (every ``finally`` has run: workers, Dask clusters and
-temporary files are gone; the outputs are written and flushed), :func:`main` ends the process
-with :func:`os._exit` after running the :mod:`atexit` functions, skipping the interpreter's
-finalization: the teardown of the
-libraries' native state, where pyarrow's thread pools could abort a correct run a few times in
-a hundred (``terminate called without an active exception``, exit 134).
-
 May import: any part of rankeval (it is the top of the one-way flow); nothing imports it but
 ``rankeval.__main__`` (``python -m rankeval``).
 """
@@ -43,7 +36,6 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from typing import NoReturn
 
 from rankeval.cli.signals import Stopped, catch_signals, release_signals, report_stop, unreported
 from rankeval.engine.allocators import tune_this_process
@@ -68,54 +60,22 @@ def _hold_standard_descriptors() -> None:
 
 def main() -> None:
     """The ``rankeval`` command (console script, ``python -m rankeval``): sets up the process,
-    then runs the typer app, and ends the process (:func:`_exit_now`)."""
+    then runs the typer app."""
     catch_signals()  # before anything heavy is imported: see the module docstring
     try:
-        try:
-            _hold_standard_descriptors()
-            tune_this_process()  # before pyarrow and numpy are imported: see rankeval.engine.allocators
-            gc.set_threshold(20_000, 10, 10)  # see the module docstring
-            from rankeval.cli.app import app
+        _hold_standard_descriptors()
+        tune_this_process()  # before pyarrow and numpy are imported: see rankeval.engine.allocators
+        gc.set_threshold(20_000, 10, 10)  # see the module docstring
+        from rankeval.cli.app import app
 
-            app(prog_name="rankeval", args=sys.argv[1:])
-        except KeyboardInterrupt as exc:  # before typer took over
-            raise SystemExit(report_stop(exc)) from None
-        except SystemExit:
-            signum = unreported()
-            if signum is not None:  # typer's own exit after a signal outside the command's boundary
-                raise SystemExit(report_stop(Stopped(signum))) from None
-            raise
-        finally:
-            release_signals()
-            gc.freeze()  # the command is over: see the module docstring
-    except SystemExit as exc:
-        _exit_now(exc.code)
-
-
-def _exit_now(code: object) -> NoReturn:
-    """End the process with *code* (``SystemExit``'s: ``None`` is 0, a text is printed and
-    is 1) once the command is over and its outputs are written and flushed, without the
-    interpreter's finalization (:func:`os._exit`, after the :mod:`atexit` functions): every
-    ``finally`` of the command has run (workers, Dask clusters and temporary files are gone),
-    and what is left is teardown of the libraries' native state, where pyarrow's thread pools can abort the process
-    (``terminate called without an active exception``, apache/arrow#34314) after a correct
-    run."""
-    if code is None:
-        status = 0
-    elif isinstance(code, int):
-        status = code
-    else:
-        print(code, file=sys.stderr)
-        status = 1
-    import atexit
-
-    # the exit functions still run (multiprocessing's removes its temporary directory and its
-    # semaphores, Dask's closes what is left): only the native teardown after them is skipped
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):  # a closed pipe: as Python's own exit, status 120
-            status = status or 120
-    os._exit(status)
+        app(prog_name="rankeval", args=sys.argv[1:])
+    except KeyboardInterrupt as exc:  # before typer took over
+        raise SystemExit(report_stop(exc)) from None
+    except SystemExit:
+        signum = unreported()
+        if signum is not None:  # typer's own exit after a signal outside the command's boundary
+            raise SystemExit(report_stop(Stopped(signum))) from None
+        raise
+    finally:
+        release_signals()
+        gc.freeze()  # the command is over: see the module docstring
