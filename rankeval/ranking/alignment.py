@@ -534,9 +534,14 @@ def _tie_order(
     tie = np.flatnonzero((score[1:] == score[:-1]) & (rq[1:] == rq[:-1]))
     if tie.size == 0:
         return None
-    pos = np.union1d(tie, tie + 1)
-    tied_with_prev = np.isin(pos - 1, tie)
-    label = np.cumsum(~tied_with_prev)
+    # (boolean masks, not np.union1d / np.isin: those sort or hash, seconds on a run of
+    # millions of tied rows)
+    with_prev = np.zeros(len(rq), dtype=bool)
+    with_prev[tie + 1] = True  # row i ties with row i - 1
+    in_tie = with_prev.copy()
+    in_tie[tie] = True
+    pos = np.flatnonzero(in_tie)
+    label = np.cumsum(~with_prev[pos])
     sub = pa.table({"label": pa.array(label), "key": key(rows[pos])})
     perm = to_numpy(pc.sort_indices(sub, sort_keys=[("label", "ascending"), ("key", direction)]))
     return pos, perm
