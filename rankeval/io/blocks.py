@@ -19,7 +19,7 @@ descriptor, and the blocks a worker process reads (by path) must be the same fil
 same size and modification time. A file that changes while it is read — truncated, written
 to, or replaced under its name — is an :class:`~rankeval.errors.InputError` naming it.
 
-May import: numpy, ``inputs``, ``fast_run``, ``trec``, ``lines`` and the foundation modules.
+May import: numpy, ``inputs``, ``fast_run``, ``memory``, ``trec``, ``lines`` and the foundation modules.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from rankeval.errors import InputError
 from rankeval.io import inputs
 from rankeval.io import trec as io
 from rankeval.io.fast_run import parse_run_fast
+from rankeval.io.memory import reserve, threads_fit
 
 if TYPE_CHECKING:
     import numpy as np
@@ -473,75 +474,8 @@ def read_block(block: RunBlock, threads: bool = True) -> tuple[pa.Table, np.ndar
 
     data = block.bytes()
     with inputs.reading(block.path, "run", "lower --block-size, or use a machine with more memory"):
-        _reserve(len(data))
+        reserve(len(data))
         table = parse_run_fast(data, threads and threads_fit(len(data)))
         if table is not None:
             return table, np.arange(block.first_line, block.first_line + table.num_rows, dtype=np.int64)
         return io.parse_run(data, block.name, block.first_line)
-
-
-def _reserve(size: int) -> None:
-    """Where an allocation can fail (:func:`allocation_room`), make sure before parsing
-    *size* bytes that pyarrow can allocate what the parse will: a buffer of that much taken
-    and given back (pyarrow's allocator keeps it for the parse that follows). pyarrow's CSV
-    reader aborts the process when one of its own allocations fails (``ValueOrDie``), even
-    in this thread; a failure here is a ``MemoryError``, rankeval's one line."""
-    if allocation_room() is None:
-        return
-    import pyarrow as pa
-
-    buffer = pa.allocate_buffer(3 * size + (32 << 20))
-    del buffer
-
-
-def threads_fit(size: int) -> bool:
-    """Whether pyarrow may parse *size* bytes of run text with its threads: unless an
-    allocation can fail (:func:`allocation_room`) and the room left is not ample. An
-    allocation that fails in one of pyarrow's threads aborts the whole process
-    (``ValueOrDie``: no error, no message), while in this thread it is an error that ends in
-    rankeval's one line; and each thread takes address space of its own (stack, allocator
-    arenas) that no estimate of the table's size foresees. So near a limit a block is
-    parsed in this thread."""
-    import pyarrow as pa
-
-    room = allocation_room()
-    return room is None or room > 4 * size + pa.cpu_count() * (256 << 20) + (512 << 20)
-
-
-def allocation_room() -> int | None:
-    """Bytes this process may still allocate before an allocation fails, where one can:
-    under an address-space or data limit (``ulimit -v``, ``prlimit --as``; ``ulimit -d``)
-    what is left of it, and under strict overcommit (``vm.overcommit_memory = 2``) what is
-    left to commit; ``None`` where none applies (memory then runs out by the kernel's
-    out-of-memory killer, not by a failed allocation)."""
-    import resource
-
-    rooms = []
-    status = _proc_fields("/proc/self/status")
-    for limit, used in ((resource.RLIMIT_AS, "VmSize"), (resource.RLIMIT_DATA, "VmData")):
-        soft = resource.getrlimit(limit)[0]
-        if soft != resource.RLIM_INFINITY:
-            rooms.append(soft - status.get(used, 0))
-    try:
-        strict = Path("/proc/sys/vm/overcommit_memory").read_text().strip() == "2"
-    except OSError:
-        strict = False
-    if strict:
-        info = _proc_fields("/proc/meminfo")
-        rooms.append(info.get("CommitLimit", 0) - info.get("Committed_AS", 0))
-    return min(rooms) if rooms else None
-
-
-def _proc_fields(path: str) -> dict[str, int]:
-    """The ``Name: N kB`` lines of a ``/proc`` file, in bytes (none if it cannot be read)."""
-    out: dict[str, int] = {}
-    try:
-        text = Path(path).read_text()
-    except OSError:
-        return out
-    for line in text.splitlines():
-        name, _, value = line.partition(":")
-        fields = value.split()
-        if len(fields) == 2 and fields[1] == "kB" and fields[0].isdigit():
-            out[name] = int(fields[0]) * 1024
-    return out

@@ -4,7 +4,7 @@ CSV reader. Anything unusual — a sample that does not look clean, a field the 
 an empty field, whitespace or a control byte inside a field — returns ``None``, and the
 general path of :mod:`rankeval.io.trec` reads the file and explains any error.
 
-May import: pyarrow, numpy, ``inputs``, ``lines``.
+May import: pyarrow, numpy, ``inputs``, ``lines``, ``memory``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from rankeval.io import inputs
 from rankeval.io.lines import MAX_LINE
+from rankeval.io.memory import reserve, threads_fit
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -74,11 +75,13 @@ def read_run_fast(source: str | Path) -> pa.Table | None:
         return None
     with inputs.open_input(source) as opened:
         if opened.compression is None:
+            threads = threads_fit(os.path.getsize(source))
+            reserve(os.path.getsize(source))
             # pyarrow's own file reader: faster than a Python stream (no compression
             # guessed from the file name either)
             with pa.OSFile(os.fsencode(source)) as stream:  # bytes: a name that is not UTF-8 too
-                return _clean_table(_read_run_csv(stream, delim, True))
-        return _clean_table(_read_run_csv(opened.stream, delim, True))
+                return _clean_table(_read_run_csv(stream, delim, threads))
+        return _clean_table(_read_run_csv(opened.stream, delim, threads_fit(0)))
 
 
 def parse_run_fast(data: bytes, threads: bool = True) -> pa.Table | None:

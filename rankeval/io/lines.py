@@ -250,15 +250,20 @@ def split_lines(data: bytes, name: str, first_line: int = 1) -> Lines:
     import pyarrow.compute as pc
     import pyarrow.csv as pcsv
 
+    from rankeval.io.memory import reserve, threads_fit
+
     _check_bytes(data, name, first_line)
     if not data or data.isspace():
         empty = pa.array([], pa.string())
         return Lines(name, pc.ascii_split_whitespace(empty), np.zeros(0, np.int64), empty)
+    reserve(len(data))
     try:
         table = pcsv.read_csv(
             pa.BufferReader(data),
             # no control byte is left, so \x1f never splits a line: one column, the line
-            read_options=pcsv.ReadOptions(column_names=["line"], block_size=1 << 24),
+            read_options=pcsv.ReadOptions(
+                column_names=["line"], block_size=1 << 24, use_threads=threads_fit(len(data))
+            ),
             parse_options=pcsv.ParseOptions(delimiter="\x1f", quote_char=False, ignore_empty_lines=False),
             convert_options=pcsv.ConvertOptions(
                 column_types={"line": pa.string()},
