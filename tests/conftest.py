@@ -38,6 +38,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "test_input_contract",
         "test_io",
         "test_ir_datasets",
+        "test_parquet",
     ),
     "ranking": ("test_kernel_contract", "test_nesting", "test_ranked"),
     "measures": (

@@ -146,7 +146,7 @@ def test_blocks_and_globs_equal_one_file(scheduler, tmp_path):
 
 
 def test_parquet_run_equals_text(scheduler, tmp_path):
-    from rankeval.engine.dask_io import to_parquet
+    from rankeval.io.convert import to_parquet
 
     qrels, run = DATA / "trec_eval" / "qrels.test", DATA / "trec_eval" / "results.test"
     to_parquet(qrels, run, tmp_path / "qrels.parquet", tmp_path / "run.parquet")

@@ -27,8 +27,7 @@ import pytest
 
 import rankeval
 import rankeval.engine.dask_cluster as dc
-import rankeval.engine.dask_io as dio
-from rankeval.engine.distributed import DaskOptions, read_run_frame
+from rankeval.engine.distributed import DaskOptions
 from rankeval.errors import EngineError, InputError, MeasureError, UsageError
 from rankeval.measures.base import Measure
 
@@ -337,7 +336,6 @@ def test_good_memory_limits(limit):
         DaskOptions(workers=0),
         DaskOptions(workers=-1),
         DaskOptions(workers=True),
-        DaskOptions(blocksize=0),
         DaskOptions(worker_ttl=0),
         DaskOptions(worker_ttl=float("inf")),
         DaskOptions(connect_timeout=float("nan")),
@@ -418,89 +416,3 @@ def test_parquet_and_text_mixed(tmp_path):
         _dask(str(tmp_path / "*"))
 
 
-@pytest.mark.parametrize(
-    ("frame", "words"),
-    [
-        (pd.DataFrame({"a": [1], "b": [2.0]}), "no column(s) doc_id, query_id, score"),
-        (pd.DataFrame({"query_id": ["1"], "doc_id": ["d"], "score": ["high"]}), "column score holds"),
-        (pd.DataFrame({"query_id": [1.5], "doc_id": ["d"], "score": [1.0]}), "column query_id holds"),
-    ],
-)
-def test_parquet_that_is_not_a_run_names_the_path(tmp_path, frame, words):
-    (tmp_path / "run.parquet").mkdir()
-    frame.to_parquet(tmp_path / "run.parquet" / "part.0.parquet")
-    with pytest.raises(InputError, match="not a Parquet run") as info:
-        read_run_frame(tmp_path / "run.parquet", DaskOptions())
-    assert words in str(info.value)
-    assert info.value.source == str(tmp_path / "run.parquet")
-
-
-def test_file_that_is_not_parquet(tmp_path):
-    (tmp_path / "run.parquet").write_text("1 Q0 d 1 1.0 t\n")
-    with pytest.raises(InputError, match="cannot be read as a Parquet run") as info:
-        read_run_frame(tmp_path / "run.parquet", DaskOptions())
-    assert info.value.source == str(tmp_path / "run.parquet")
-
-
-@pytest.mark.parametrize(
-    ("column", "value", "words"),
-    [
-        ("score", float("nan"), "score is NaN"),
-        ("score", None, "score is NaN or missing"),
-        ("doc_id", "d\x00x", "control character"),
-        ("query_id", "", "empty"),
-    ],
-)
-def test_parquet_rows_are_checked_like_lines(tmp_path, column, value, words):
-    """The checks of the text reader, on Parquet rows (made on the workers, while reading)."""
-    frame = pd.DataFrame({"query_id": ["1", "1", "2"], "doc_id": ["a", "b", "c"], "score": [3.0, 2.0, 1.0]})
-    frame[column] = frame[column].astype(object)
-    frame.loc[1, column] = value
-    frame.to_parquet(tmp_path / "run.parquet")
-    with pytest.raises(InputError, match=words) as info:
-        read_run_frame(tmp_path / "run.parquet", DaskOptions()).compute(scheduler="sync")
-    assert info.value.source == str(tmp_path / "run.parquet") and info.value.line == 2
-
-
-def test_empty_run_file(tmp_path):
-    (tmp_path / "empty.run").write_bytes(b"")
-    with pytest.raises(InputError, match="empty run") as info:
-        read_run_frame(tmp_path / "empty.run", DaskOptions())
-    assert info.value.source == str(tmp_path / "empty.run")
-
-
-def test_parquet_without_line_numbers_keeps_the_row_order(tmp_path):
-    """Foreign Parquet without a ``line`` column: rows are numbered across partitions."""
-    (tmp_path / "run.parquet").mkdir()
-    for i in range(3):
-        frame = pd.DataFrame(
-            {"query_id": ["q"] * 2, "doc_id": [f"d{i}{j}" for j in range(2)], "score": [1.0, 0.5]}
-        )
-        frame.to_parquet(tmp_path / "run.parquet" / f"part.{i}.parquet")
-    lines = read_run_frame(tmp_path / "run.parquet", DaskOptions()).compute(scheduler="sync")["line"]
-    assert lines.tolist() == [1, 2, 3, 4, 5, 6]
-
-
-# ------------------------------------------------------------------------------ convert
-@pytest.mark.parametrize("fault", [KeyboardInterrupt, InputError])
-def test_convert_to_parquet_stopped_midway_leaves_nothing(tmp_path, monkeypatch, fault):
-    """A block failing (bad input) or Ctrl-C while the run's blocks are written: the writing
-    threads are done before the half-written directory is removed."""
-    from rankeval.engine.dask_io import to_parquet
-
-    real = dio._parse_block
-    calls = []
-
-    def parse(data: bytes, name: str, first_line: int, file_no: int) -> Any:
-        calls.append(first_line)
-        if len(calls) == 3:
-            time.sleep(0.2)  # the other blocks are being written meanwhile
-            raise fault("stop") if fault is KeyboardInterrupt else fault("bad block", source=name)
-        return real(data, name, first_line, file_no)
-
-    monkeypatch.setattr(dio, "_parse_block", parse)
-    monkeypatch.setattr(dc, "DaskOptions", lambda: DaskOptions(blocksize=4096))  # several blocks
-    with pytest.raises(fault):
-        to_parquet(QRELS, RUN, tmp_path / "q.parquet", tmp_path / "r.parquet")
-    time.sleep(0.5)  # a thread still writing would show up now
-    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -402,8 +402,7 @@ def convert_cmd(
 ) -> None:
     """Convert between the hTBG reference's JSON files and nested TREC qrels/run files, or
     TREC files to Parquet (columnar, with every line's number kept)."""
-    from rankeval.engine.dask_io import to_parquet
-    from rankeval.io.convert import json_to_trec, trec_to_json
+    from rankeval.io.convert import json_to_trec, to_parquet, trec_to_json
     from rankeval.report.outputs import check_outputs, write_outputs
 
     with handled(debug):

@@ -7,8 +7,8 @@
   qrels with their side files, options) resolved once;
 - :mod:`~rankeval.engine.evaluation`: :func:`~rankeval.engine.evaluation.evaluate_prepared` and
   ``Results``, choosing the local or the Dask engine;
-- :mod:`~rankeval.engine.distributed`, :mod:`~rankeval.engine.dask_io`,
-  :mod:`~rankeval.engine.dask_cluster`: the Dask engine, its readers and its cluster;
+- :mod:`~rankeval.engine.distributed`, :mod:`~rankeval.engine.dask_cluster`: the Dask
+  engine and its cluster;
 - :mod:`~rankeval.engine.random_ranking`, :mod:`~rankeval.engine.random_sampling`: the random
   baseline (a plugin's closed form, or Monte Carlo over the candidate model);
 - :mod:`~rankeval.engine.allocators`: the memory allocator settings of rankeval's own

@@ -51,6 +51,8 @@ from rankeval.io import trec as io
 from rankeval.io.blocks import RunBlock, RunFile, read_block, split_run
 from rankeval.io.data import Qrels, Run
 from rankeval.io.partition import RunPart, partition_run, read_part
+from rankeval.io.schema import empty_run_table
+from rankeval.io.sources import run_files
 from rankeval.options import EvalOptions
 
 if TYPE_CHECKING:
@@ -66,7 +68,6 @@ __all__ = [
     "Shared",
     "Task",
     "evaluate_blocks",
-    "run_files",
     "run_task",
 ]
 
@@ -216,19 +217,7 @@ def _out_of_memory(task: Task, rows: int) -> ResourceError:
 
 
 def _empty_run(name: str) -> Run:
-    import pyarrow as pa
-
-    empty = pa.array([], pa.string()).dictionary_encode()
-    table = pa.table(
-        {
-            "query_id": empty,
-            "q0": empty,
-            "doc_id": pa.array([], pa.string()),
-            "score": pa.array([], pa.float64()),
-            "tag": empty,
-        }
-    )
-    return Run(table, name)
+    return Run(empty_run_table(), name)
 
 
 def _evaluate(shared: Shared, run: Run, task: Task) -> BlockValues:
@@ -470,19 +459,6 @@ def _parts(state: _RunState, block_size: int, files: _HeldFiles, threads: bool) 
         grouped = partition_run(files[state.files[0]], block_size, files.directory(), threads)
         state.parts, state.last_tag = grouped.parts, grouped.last_tag
     return state.parts
-
-
-def run_files(item: Any) -> list[str]:
-    """The files of a run path: itself, or the files a glob matches (sorted); none for a Run."""
-    import glob
-    import os
-
-    if isinstance(item, Run):
-        return []
-    text = str(item)
-    if os.path.lexists(text) or not any(c in text for c in "*?["):
-        return [text]
-    return sorted(glob.glob(text))
 
 
 def _file_name(state: _RunState) -> str:

@@ -61,8 +61,6 @@ class DaskOptions:
         memory_limit: memory limit per worker of the local cluster (``"2GB"``, ``"512MiB"``,
             bytes, or ``"auto"``; at least 512 MiB; Dask's default: the machine's memory
             divided among the workers).
-        blocksize: bytes of run text per block when ``rankeval convert --to parquet`` reads
-            a run (evaluation cuts runs with its own ``block_size``).
         worker_ttl: seconds without a heartbeat after which the local cluster's scheduler
             declares a worker dead (frozen or hung) and restarts it; its tasks run again on
             the other workers (Dask's ``distributed.scheduler.worker-ttl``; Dask checks every
@@ -80,29 +78,22 @@ class DaskOptions:
             local cluster get ``/dev/null`` as their stderr (this process's stderr points
             there too for the second or two the cluster takes to start). The CLI sets it
             from ``--debug``; the default is on when ``RANKEVAL_DEBUG=1``.
-        files: set by the engine: the run files last read.
     """
 
     scheduler: str | None = None
     workers: int = 2
     memory_limit: str | int | None = None
-    blocksize: int = 32 * 2**20
     worker_ttl: float = 60.0
     allowed_failures: int = 3
     connect_timeout: float = 10.0
     stall_timeout: float = 120.0
     debug: bool = field(default_factory=_env_debug)
-    files: list[str] = field(default_factory=list)
 
     def check(self) -> None:
         """Raise :class:`~rankeval.errors.UsageError` for an option out of its domain."""
         if not _is_int(self.workers) or self.workers < 1:
             raise UsageError(f"the number of Dask workers must be at least 1, not {self.workers!r}")
         _memory_limit(self.memory_limit)
-        if not _is_int(self.blocksize) or self.blocksize < 1:
-            raise UsageError(
-                f"the Dask block size must be a positive number of bytes, not {self.blocksize!r}"
-            )
         for name in ("worker_ttl", "connect_timeout", "stall_timeout"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:

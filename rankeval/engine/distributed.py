@@ -20,12 +20,12 @@ through ``aggregate_parts``/``aggregate_from_parts`` (per-query arrays), not thr
 ranked lists.
 
 The cluster itself (options, client, local cluster, faults, Ctrl-C, Dask's logs) is
-:mod:`rankeval.engine.dask_cluster`; reading runs into Dask dataframes for ``rankeval
-convert --to parquet`` is :mod:`rankeval.engine.dask_io`. :class:`DaskOptions`,
-:func:`dask_setup`, :func:`read_run_frame` and :func:`write_run_parquet` are re-exported here.
+:mod:`rankeval.engine.dask_cluster`. Dask is used nowhere else: runs in Parquet are read
+and written with pyarrow (:mod:`rankeval.io.parquet`). :class:`DaskOptions` and
+:func:`dask_setup` are re-exported here.
 
 May import: :mod:`rankeval.engine.blockwise`, :mod:`rankeval.engine.dask_cluster`,
-:mod:`rankeval.engine.dask_io`, :mod:`rankeval.errors`; dask lazily.
+:mod:`rankeval.errors`; dask lazily.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING
 from rankeval.engine import dask_cluster
 from rankeval.engine.blockwise import BlockValues, Shared, Task, run_task
 from rankeval.engine.dask_cluster import DaskOptions, dask_setup
-from rankeval.engine.dask_io import read_run_frame, write_run_parquet
 from rankeval.errors import EngineError, RankevalError, UsageError
 
 if TYPE_CHECKING:
@@ -51,8 +50,6 @@ __all__ = [
     "check_measure",
     "dask_scheduler",
     "dask_setup",
-    "read_run_frame",
-    "write_run_parquet",
 ]
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,8 +24,8 @@ import numpy as np
 from rankeval.engine.blockwise import BlockValues, Scheduler, Shared, Task
 from rankeval.engine.prepare import Prepared
 from rankeval.engine.runs import as_runs, run_items
-from rankeval.errors import InputError, UsageError
-from rankeval.io.blocks import DEFAULT_BLOCK_SIZE, is_text_run
+from rankeval.errors import UsageError
+from rankeval.io.blocks import DEFAULT_BLOCK_SIZE
 from rankeval.io.data import as_run
 from rankeval.measures.base import Measure
 
@@ -234,43 +233,20 @@ def _evaluate_blocks(
 
 
 def _block_runs(runs: Any) -> list[tuple[str | None, Any]]:
-    """The runs as the block engine takes them: ``(name or None, path)`` for a file of TREC
-    text (cut into blocks), else ``(name or None, Run)`` read here (stdin, JSON, Parquet,
-    DataFrames, dicts, :class:`Run` objects)."""
-    import glob
-
-    from rankeval.engine.dask_io import check_run_files, is_parquet, read_parquet_run
+    """The runs as the block engine takes them (:func:`rankeval.io.sources.run_kind`):
+    ``(name or None, path)`` for TREC text files (a file or a pattern, cut into blocks), else
+    ``(name or None, Run)`` read here (stdin, JSON, Parquet, DataFrames, dicts, :class:`Run`
+    objects)."""
+    from rankeval.io.sources import run_files, run_kind
 
     out: list[tuple[str | None, Any]] = []
     for name, item in run_items(runs):
-        if isinstance(item, (str, Path)) and is_text_run(item):
-            out.append((name, str(item)))
-        elif isinstance(item, (str, Path)) and is_parquet(str(item)):
-            out.append((name, read_parquet_run(item, name)))
-        elif isinstance(item, (str, Path)) and Path(item).is_dir():
-            check_run_files(item)  # says what a directory may hold
-        elif isinstance(item, (str, Path)) and _is_glob(str(item)):
-            files = sorted(glob.glob(str(item)))
-            if not files:
-                raise InputError("no file matches this pattern", source=str(item))
-            for path in files:
-                if not is_text_run(path):
-                    raise InputError(
-                        "matches a file that is not run text (a directory, Parquet or JSON); "
-                        "a pattern names the TREC text files of one run",
-                        source=path,
-                    )
+        if run_kind(item) in ("text", "pattern"):
+            run_files(item)  # (a pattern's files are checked now, before any block)
             out.append((name, str(item)))
         else:
             out.append((name, as_run(item, name)))
     return out
-
-
-def _is_glob(text: str) -> bool:
-    """Whether *text* is a file pattern (a path that does not exist, with ``*?[``)."""
-    import os
-
-    return any(c in text for c in "*?[") and not os.path.lexists(text)
 
 
 def _block_size(text_bytes: int, processes: Any) -> int:
@@ -293,7 +269,7 @@ def _text_sizes(items: list[tuple[str | None, Any]]) -> list[int]:
     counted five times."""
     import os
 
-    from rankeval.engine.blockwise import run_files
+    from rankeval.io.sources import run_files
     from rankeval.io.trec import is_compressed
 
     paths = [

@@ -47,7 +47,6 @@ __all__ = [
     "FileStamp",
     "RunBlock",
     "RunFile",
-    "is_text_run",
     "read_block",
     "split_run",
 ]
@@ -257,16 +256,6 @@ class RunBlock:
                 return os.pread(fd, self.end - self.start, self.start)
             _check(self.name, self.path, self.stamp, fd)
             return _pread(fd, self.end - self.start, self.start, self.name, self.stamp)
-
-
-def is_text_run(source: str | Path) -> bool:
-    """Whether *source* is a regular file of run text (plain or compressed) that can be cut
-    into blocks: not stdin, a pipe, a directory, JSON (the hTBG format) or Parquet."""
-    from rankeval.io import htbg_json
-
-    if str(source) == "-" or inputs.path_kind(source) != "file" or Path(source).suffix == ".parquet":
-        return False
-    return not htbg_json.is_json(source)
 
 
 def split_run(source: RunFile | str | Path, block_size: int = DEFAULT_BLOCK_SIZE) -> Iterator[RunBlock]:

@@ -1,4 +1,5 @@
-"""``rankeval convert``: the hTBG reference's JSON format ↔ nested TREC qrels and runs.
+"""``rankeval convert``: the hTBG reference's JSON format ↔ nested TREC qrels and runs, and
+TREC → Parquet (:func:`to_parquet`).
 
 JSON → TREC writes an individual as an item ``individual`` and each of its documents as
 ``individual/doc`` (docs: formats.md, "Nested items"): qrels lines ``q 0 item label`` (``q 0 item 0 exclude=1`` for a
@@ -20,7 +21,7 @@ from rankeval.errors import InputError, UsageError
 from rankeval.io import htbg_json
 from rankeval.io.data import Qrels, Run
 
-__all__ = ["json_to_trec", "trec_to_json"]
+__all__ = ["json_to_trec", "to_parquet", "trec_to_json"]
 
 
 def _num(x: float) -> str:
@@ -161,3 +162,58 @@ def _json(obj: dict[str, Any]) -> str:
 
 def _plain(x: float) -> int | float:
     return int(x) if float(x).is_integer() else float(x)
+
+
+def to_parquet(qrels_in: str | Path, run_in: str | Path, qrels_out: str | Path, run_out: str | Path) -> None:
+    """Write the qrels as one Parquet file and the run (a TREC file, or a pattern of them) as
+    a directory of Parquet files, one per block of text
+    (:func:`~rankeval.io.parquet.write_run_parquet`). Each row keeps its source line number
+    (column ``line``; ``file`` numbers the input files) for messages and for the file order.
+    Both are written under temporary names and renamed when complete: an error or Ctrl-C
+    leaves nothing behind, and an existing *run_out* is replaced only if it is an earlier
+    Parquet output.
+
+    Raises:
+        InputError: a bad qrels or run line (naming file and line), an empty run.
+        UsageError: *run_out* exists and is not a directory of Parquet files.
+    """
+    import os
+    import shutil
+    import tempfile
+
+    import pyarrow.parquet as pq
+
+    from rankeval.io.parquet import write_run_parquet
+
+    qrels = Qrels.read(qrels_in)
+    qrels_out, run_out = Path(qrels_out), Path(run_out)
+    fd, tmp = tempfile.mkstemp(dir=qrels_out.parent or ".", prefix=f".{qrels_out.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        pq.write_table(qrels.table, tmp)
+        tmp_dir = tempfile.mkdtemp(dir=run_out.parent or ".", prefix=f".{run_out.name}.")
+        try:
+            write_run_parquet(run_in, tmp_dir)
+            if run_out.exists():
+                _check_replaceable(run_out)
+                shutil.rmtree(run_out) if run_out.is_dir() else run_out.unlink()
+            os.replace(tmp_dir, run_out)
+        except BaseException:
+            shutil.rmtree(tmp_dir, ignore_errors=True)
+            raise
+        os.replace(tmp, qrels_out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _check_replaceable(run_out: Path) -> None:
+    """Refuse to delete an existing *run_out* unless it is an earlier Parquet output: a
+    directory holding only ``*.parquet`` files (a typo must not remove a directory tree)."""
+    if run_out.is_symlink() or not run_out.is_dir():
+        raise UsageError(f"{run_out}: exists and is not a Parquet directory; refusing to replace it")
+    if any(p.is_dir() or p.suffix != ".parquet" for p in run_out.iterdir()):
+        raise UsageError(
+            f"{run_out}: the directory holds files other than *.parquet; refusing to replace it "
+            "(give a new directory name)"
+        )

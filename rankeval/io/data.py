@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from rankeval.errors import InputError, RankevalError, UsageError
 from rankeval.io import attributes, forms, htbg_json, inputs
 from rankeval.io import trec as io
+from rankeval.io.schema import run_table
 from rankeval.io.validate import check_ids, check_judgments, dict_rows, float_column, id_strings
 
 if TYPE_CHECKING:
@@ -233,7 +234,9 @@ class Qrels:
             return cls.from_ir_datasets(str(source))
         name = io.source_name(source)
         if str(source).endswith(".parquet") and kind in ("file", "directory"):  # `convert --to parquet`
-            return cls(io.read_parquet_qrels(source), name)
+            from rankeval.io.parquet import read_parquet_qrels
+
+            return cls(read_parquet_qrels(source), name)
         if htbg_json.is_json(source):
             return cls(htbg_json.read_truth_table(source), name)
         return cls(io.read_qrels_table(source), name)
@@ -380,8 +383,8 @@ class Run:
 
     @classmethod
     def read(cls, source: str | Path, name: str | None = None) -> Run:
-        """Read a TREC run file (``-`` = stdin, compressed files accepted) or an hTBG
-        prediction JSON file.
+        """Read a TREC run file (``-`` = stdin, compressed files accepted), a Parquet run
+        (:mod:`rankeval.io.parquet`) or an hTBG prediction JSON file.
 
         The run is named *name*, or by its file name.
 
@@ -390,10 +393,18 @@ class Run:
                 the file, line and column); no line at all; a NaN score.
             ResourceError: memory ran out while reading.
         """
+        from rankeval.io.sources import run_kind
+
         _check_source(source)
+        kind = run_kind(source)
         if name is None:
             name = "stdin" if str(source) == "-" else Path(source).name
-        if htbg_json.is_json(source):
+        if kind == "parquet":
+            from rankeval.io.parquet import read_parquet_run_table
+
+            rows, numbers = read_parquet_run_table(source)
+            return cls(rows, name, io.source_name(source), numbers)
+        if kind == "json":
             run = cls(htbg_json.read_prediction_table(source, tag=name), name)
             run.source, run.tie_break = io.source_name(source), "qrels"
             return run
@@ -433,14 +444,12 @@ class Run:
             }
         )
         check_ids(ids, tuple(ids.column_names), name)
-        table = pa.table(
-            {
-                "query_id": pc.dictionary_encode(ids.column("query_id").combine_chunks()),
-                "q0": pc.dictionary_encode(ids.column("q0").combine_chunks()),
-                "doc_id": ids.column("doc_id").combine_chunks(),
-                "score": pa.array(float_column(frame["score"], "score", name), pa.float64()),
-                "tag": pc.dictionary_encode(ids.column("tag").combine_chunks()),
-            }
+        table = run_table(
+            ids.column("query_id"),
+            ids.column("q0"),
+            ids.column("doc_id"),
+            pa.array(float_column(frame["score"], "score", name), pa.float64()),
+            ids.column("tag"),
         )
         # pandas' NaN becomes a null in pyarrow: both are a NaN score
         nan = pc.fill_null(pc.is_nan(table.column("score")), True).to_numpy(zero_copy_only=False)

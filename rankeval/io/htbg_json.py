@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from rankeval.errors import InputError
 from rankeval.io import inputs, lines
 from rankeval.io import trec as io
+from rankeval.io.schema import run_table
 from rankeval.io.validate import JsonInteger, JsonReader, bad_grade, htbg_swapped, is_htbg_judgment
 
 if TYPE_CHECKING:
@@ -473,14 +474,12 @@ def read_prediction_table(source: str | Path, tag: str = "run", sep: str = "/") 
             queries = flat.queries.take(pa.array(used))
             query_id = pa.DictionaryArray.from_arrays(pa.array(code[layout.query_of_row]), queries)
         zeros = pa.array(np.zeros(len(score), np.int32))
-        return pa.table(
-            {
-                "query_id": query_id,
-                "q0": pa.DictionaryArray.from_arrays(zeros, pa.array(["Q0"], pa.string())),
-                "doc_id": items,
-                "score": pa.array(score, pa.float64()),
-                "tag": pa.DictionaryArray.from_arrays(zeros, pa.array([tag], pa.string())),
-            }
+        return run_table(
+            query_id,
+            pa.DictionaryArray.from_arrays(zeros, pa.array(["Q0"], pa.string())),
+            items,
+            pa.array(score, pa.float64()),
+            pa.DictionaryArray.from_arrays(zeros, pa.array([tag], pa.string())),
         )
 
 

@@ -40,16 +40,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rankeval.errors import InputError, clip
+from rankeval.errors import InputError
 from rankeval.io import inputs
 from rankeval.io.fast_run import dictionary_encode, read_run_fast
 from rankeval.io.inputs import source_name
 from rankeval.io.lines import MAX_LINE, Lines, need_columns, show, split_lines, to_float
+from rankeval.io.schema import run_table
 from rankeval.io.validate import (
     GRADES_EXPECTED,
     bad_grade,
-    check_judgments,
-    check_text_columns,
     repeated_judgment,
     repeated_message,
     trec_swapped,
@@ -68,7 +67,6 @@ __all__ = [
     "parse_run",
     "read_bytes",
     "read_docinfo_table",
-    "read_parquet_qrels",
     "read_qrels_table",
     "read_run_table",
     "source_name",
@@ -247,7 +245,9 @@ def read_run_table(source: str | Path) -> tuple[pa.Table, np.ndarray | None]:
     """
     name = source_name(source)
     with inputs.reading(
-        source, "run", "use a machine with more memory (evaluating a run file sorted by query reads it in blocks)"
+        source,
+        "run",
+        "use a machine with more memory (evaluating a run file sorted by query reads it in blocks)",
     ):
         if inputs.path_kind(source) == "file":  # pipes and stdin can be read only once
             table = read_run_fast(source)
@@ -273,7 +273,6 @@ def parse_run(data: bytes, name: str, first_line: int = 1) -> tuple[pa.Table, np
         ResourceError: memory ran out.
     """
     import numpy as np
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     with inputs.reading(name, "run block" if first_line != 1 else "run"):
@@ -288,15 +287,7 @@ def parse_run(data: bytes, name: str, first_line: int = 1) -> tuple[pa.Table, np
             raise lines.fail(
                 row, "score is NaN; expected a number (inf and -inf are allowed, NaN cannot be ranked)", 4
             )
-        table = pa.table(
-            {
-                "query_id": dictionary_encode(lines.column(0)),
-                "q0": dictionary_encode(lines.column(1)),
-                "doc_id": lines.column(2),
-                "score": score,
-                "tag": dictionary_encode(lines.column(5)),
-            }
-        )
+        table = run_table(lines.column(0), lines.column(1), lines.column(2), score, lines.column(5))
     return table, lines.line
 
 
@@ -401,45 +392,3 @@ def read_docinfo_table(source: str | Path) -> pa.Table:
                 )
         columns.update(_attributes(lines, 1, "after the docno", reserved=set(RESERVED)))
         return pa.table(columns)
-
-
-def read_parquet_qrels(source: str | Path) -> pa.Table:
-    """Qrels written by ``rankeval convert --to parquet``, checked as a qrels file is."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    name = source_name(source)
-    with inputs.reading(source, "qrels"):
-        try:
-            table = pq.read_table(source)
-        except pa.ArrowException as exc:
-            if isinstance(exc, (OSError, MemoryError)):
-                raise
-            raise InputError(f"not a readable Parquet file: {clip(str(exc), 100)}", source=name) from None
-        missing = {"query_id", "iteration", "doc_id", "relevance", "line"} - set(table.column_names)
-        if missing:
-            raise InputError(
-                f"not a rankeval qrels Parquet file: no column(s) {sorted(missing)}", source=name
-            )
-        if table.num_rows == 0:
-            raise InputError("no judgments: the Parquet file has no rows", source=name)
-        try:
-            table = table.set_column(
-                table.column_names.index("relevance"),
-                "relevance",
-                table.column("relevance").cast(pa.float64()),
-            )
-            for key in ("query_id", "iteration", "doc_id"):
-                table = table.set_column(
-                    table.column_names.index(key), key, table.column(key).cast(pa.string())
-                )
-            table = table.set_column(
-                table.column_names.index("line"), "line", table.column("line").cast(pa.int64())
-            )
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise InputError(
-                f"not a rankeval qrels Parquet file: {clip(str(exc), 100)}", source=name
-            ) from None
-        check_text_columns(table, name)
-        check_judgments(table, name)
-    return table
