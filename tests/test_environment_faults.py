@@ -190,3 +190,31 @@ def test_a_script_fed_on_stdin_evaluates_with_workers(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr and "Error" not in done.stderr, done.stderr
     with_workers, alone = map(float, done.stdout.split())
     assert with_workers == alone
+
+
+@pytest.mark.parametrize("where", ["raised", "behind an input error"])
+def test_too_many_open_files_anywhere_is_the_limit_not_the_file(where) -> None:
+    """``EMFILE`` wherever it happens (a late import, a reader opening a run file) is named as
+    the open-files limit, not as an internal error nor as a fault of the file being opened."""
+    import errno
+
+    from rankeval.cli.common import _limit_fault
+    from rankeval.errors import InputError, ResourceError
+
+    cause = OSError(errno.EMFILE, "Too many open files")
+    if where == "raised":
+        exc: BaseException = cause
+    else:
+        try:
+            try:
+                raise cause
+            except OSError:
+                raise InputError("cannot be read: Too many open files", source="run.txt") from None
+        except InputError as error:
+            exc = error
+    fault = _limit_fault(exc)
+    assert isinstance(fault, ResourceError)
+    text = str(fault)
+    assert "Too many open files" in text and "ulimit -n" in text and "--jobs 1" in text
+    assert "run.txt" not in text
+    assert _limit_fault(InputError("bad line", source="run.txt")) is None

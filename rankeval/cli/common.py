@@ -18,6 +18,7 @@ traceback (with its causes, e.g. the exception a plugin raised) precedes the mes
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sys
@@ -148,7 +149,8 @@ def _preload() -> None:
 def _limit_fault(exc: BaseException) -> ResourceError | None:
     """What *exc* is when the machine's limits, not the input nor rankeval, made it: a shared
     library that cannot be mapped into memory (``ImportError: ... failed to map segment``) or
-    a thread that cannot be started (Python's or pyarrow's), here or in what *exc* was raised
+    a thread that cannot be started (Python's or pyarrow's), a file that cannot be opened for
+    want of file descriptors (``ulimit -n``), here or in what *exc* was raised
     from (a reader's ``InputError`` would otherwise blame its file). ``None`` otherwise."""
     seen: BaseException | None = exc
     while seen is not None:
@@ -158,8 +160,23 @@ def _limit_fault(exc: BaseException) -> ResourceError | None:
             return ResourceError(f"out of memory: cannot load {library}{_memory_limit()}")
         if "can't start new thread" in text or "Failed to launch worker thread" in text:
             return ResourceError(f"cannot start a thread: the system refused it{_memory_limit(threads=True)}")
+        if isinstance(seen, OSError) and seen.errno in (errno.EMFILE, errno.ENFILE):
+            return ResourceError(
+                f"cannot open a file: {seen.strerror}{_files_limit()}; raise the limit, or use --jobs 1 "
+                "(the worker processes hold files of their own)"
+            )
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+def _files_limit() -> str:
+    """The open-files limit, for a message: `` (at most 16 open files: ulimit -n)``."""
+    try:
+        import resource
+
+        return f" (at most {resource.getrlimit(resource.RLIMIT_NOFILE)[0]} open files: ulimit -n)"
+    except (ImportError, OSError, ValueError):
+        return " (ulimit -n)"
 
 
 def _memory_limit(threads: bool = False) -> str:

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from rankeval.engine.scoring import as_number
+from rankeval.engine.ties import depth_of, tie_counts, tie_message  # (not late: ulimit -n)
 from rankeval.errors import InputError, RankevalWarning, ResourceError, TieWarning, UsageError, measure_guard
 from rankeval.io import trec as io
 from rankeval.io.blocks import RunBlock, RunFile, read_block, split_run
@@ -225,7 +226,6 @@ def _evaluate(shared: Shared, run: Run, task: Task) -> BlockValues:
     import pyarrow.compute as pc
 
     from rankeval.engine.scoring import aligned, evaluate_measure
-    from rankeval.engine.ties import depth_of, tie_counts
 
     qid = run.table.column("query_id")
     queries = pc.unique(qid)
@@ -511,8 +511,6 @@ def _warn_once(values: Iterable[BlockValues]) -> None:
 def _warn_ties(names: list[str], states: list[_RunState], shared: Shared) -> None:
     """One :class:`~rankeval.errors.TieWarning` for the runs whose ties, summed over their
     blocks, can change a value (:func:`rankeval.engine.ties.tie_message`)."""
-    from rankeval.engine.ties import depth_of, tie_message
-
     counts = {
         name: np.sum([v.ties for v in state.values], axis=0) if state.values else np.zeros(4, np.int64)
         for name, state in zip(names, states, strict=True)
