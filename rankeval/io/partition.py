@@ -120,20 +120,13 @@ def read_part(part: RunPart) -> tuple[pa.Table, np.ndarray]:
     table (query id, Q0 and tag dictionary-encoded) and the file line number of each row."""
     import pyarrow as pa
 
-    from rankeval.io.fast_run import dictionary_encode
+    from rankeval.io.schema import RUN_COLUMNS, run_table
 
     source = pa.BufferReader(part.data) if part.data is not None else pa.memory_map(part.path)
     with pa.ipc.open_stream(source) as reader:
         table = reader.read_all()
     lines = table.column(_LINE).to_numpy()
-    table = table.drop_columns([_LINE])
-    columns = {
-        c: dictionary_encode(table.column(c))
-        if pa.types.is_dictionary(table.column(c).type)
-        else table.column(c)
-        for c in table.column_names
-    }
-    return pa.table(columns), lines
+    return run_table(*(table.column(c) for c in RUN_COLUMNS)), lines
 
 
 def _with_lines(table: pa.Table, lines: np.ndarray) -> pa.Table:
