@@ -71,7 +71,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "test_unsorted_runs",
     ),
     "report": ("test_edges_outputs", "test_outputs"),
-    "comparison": ("test_compare", "test_compare_blocks", "test_paper_output", "test_stats"),
+    "comparison": ("test_compare", "test_compare_blocks", "test_paper_output", "test_report_stack", "test_stats"),
     "meta": ("test_meta_cli", "test_meta_correlation", "test_meta_power", "test_meta_repro", "test_meta_stability", "test_meta_topics", "test_meta_values"),
     "cli": (
         "test_architecture",

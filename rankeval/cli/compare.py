@@ -52,7 +52,6 @@ from rankeval.cli.shared_options import (
 )
 from rankeval.errors import UsageError
 from rankeval.options import (
-    FORMATS,
     MAX_SEED,
     PLOT_FORMATS,
     SPREADS,
@@ -215,7 +214,6 @@ def compare_cmd(
             random_baseline=random_baseline,
         )
         fmt = fmt or "trec"
-        check_choice("format", fmt, FORMATS)
         check_choice("spread", spread, SPREADS)
         check_choice("plot format", plot_format, PLOT_FORMATS)
         if curve and plot is None and panels is None:
@@ -228,6 +226,7 @@ def compare_cmd(
         from rankeval.comparison.plots import plot_format_of
         from rankeval.comparison.tables import LATEX_WIDTH, check_width
         from rankeval.evaluator import Evaluator
+        from rankeval.report.formats import find_format
         from rankeval.report.outputs import check_outputs
 
         width = check_width(LATEX_WIDTH if latex_width is None else latex_width)
@@ -243,6 +242,7 @@ def compare_cmd(
             no_missing_zero, nest_sep, max_docs, on_duplicate, docinfo, ties=ties, judged_only=judged_only
         )
         registry = cli_registry(plugin)
+        find_format(fmt, registry)  # built in, or added by a plugin (given the rows of the runs)
         check_choice("--names", names, registry.namings())
         measures = parse_measures(registry, measure, None if rel_level is None else {"rel": rel_level})
         for template in curve:
@@ -261,6 +261,7 @@ def compare_cmd(
             precision=digits,
             spread=None if spread == "none" else spread,
             width=width,
+            registry=registry,
         )
         if plot is not None:
             result.plot(plot, plot_format, curves)

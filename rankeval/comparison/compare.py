@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from rankeval.engine.prepare import Prepared
     from rankeval.engine.random_ranking import RandomBaseline
     from rankeval.io.data import Run
+    from rankeval.measures.registry import Registry
 
 __all__ = [
     "CIS",
@@ -119,22 +120,29 @@ class Comparison(ComparisonData):
         precision: int | None = None,
         spread: str | None = None,
         width: str | None = LATEX_WIDTH,
+        registry: Registry | None = None,
     ) -> str:
         """Render the comparison.
 
         Args:
-            fmt: one of :data:`~rankeval.comparison.tables.FORMATS`. ``trec``: one tab-separated line
+            fmt: one of :data:`~rankeval.comparison.tables.FORMATS`, or a format a plugin adds.
+                ``trec``: one tab-separated line
                 per row, ``run measure query value`` and, for a comparison, ``baseline
                 difference p_value p_adjusted`` and ``*`` when significant. ``tsv``/``csv``: a
                 header and the columns :data:`~rankeval.comparison.data.COLUMNS`.
                 ``json``/``jsonl``: the rows as objects (null where not applicable).
                 ``markdown``/``latex``: the paper table (:meth:`to_markdown`, :meth:`to_latex`).
+                A plugin's format gets each run's values, as ``evaluate`` gives them
+                (:func:`~rankeval.comparison.tables.result_rows`), not the statistics.
             per_query: also per-query rows (not in the paper tables).
             precision: decimals; default 4 in trec, markdown and latex, full otherwise.
             spread: paper tables only: ``"std"`` or ``"se"`` shows value ± spread.
             width: latex only: the widest the table may be (:meth:`to_latex`).
+            registry: where to look for formats plugins add (default: the installed plugins).
         """
-        return render(self, fmt, per_query=per_query, precision=precision, spread=spread, width=width)
+        return render(
+            self, fmt, per_query=per_query, precision=precision, spread=spread, width=width, registry=registry
+        )
 
     def to_markdown(self, spread: str | None = None, precision: int = 4) -> str:
         """A paper table in Markdown: one row per run, one column per measure, the best

@@ -215,7 +215,8 @@ class ComparisonData:
         return frame.astype({c: "float64" for c in floats} | {"n": "Int64", "significant": "boolean"})
 
     def records(self, per_query: bool = False) -> list[dict[str, Any]]:
-        """The output rows as dicts (keys :data:`COLUMNS`, ``None`` where not applicable):
+        """The output rows as dicts (keys :data:`COLUMNS`, ``None`` where not applicable; an
+        undefined value is NaN, as in evaluate's results):
         per run, its per-query rows (with *per_query*; queries sorted, measures in order)
         then its aggregate rows (``query_id`` ``None``: no query id can take it)."""
         sig = self.significant
@@ -244,7 +245,7 @@ class ComparisonData:
                     "run": run,
                     "measure": measure,
                     "query_id": None,
-                    "value": _num(self.aggregate[r, m]),
+                    "value": float(self.aggregate[r, m]),  # NaN where undefined, as evaluate's
                     "ci_low": _num(self.ci_low[r, m]),
                     "ci_high": _num(self.ci_high[r, m]),
                     "std": _num(self.std[r, m]),

@@ -1,14 +1,21 @@
-"""Text renderings of a comparison of runs: one line per row (``trec``), delimited rows
-(``tsv``, ``csv``), objects (``json``, ``jsonl``) and the paper tables (``markdown``,
-``latex``) with their significance markers and legend. :class:`~rankeval.comparison.compare.Comparison`
-exposes them as :meth:`~rankeval.comparison.compare.Comparison.format`,
+"""Text renderings of a comparison of runs: one line per row (``trec``), the rows
+(:data:`~rankeval.comparison.data.COLUMNS`) in ``tsv``, ``csv``, ``json`` and ``jsonl``, the
+paper tables (``markdown``, ``latex``) with their significance markers and legend, and the
+formats plugins add (given each run's values as :class:`~rankeval.extension.Row` s).
+:class:`~rankeval.comparison.compare.Comparison` exposes them as
+:meth:`~rankeval.comparison.compare.Comparison.format`,
 :meth:`~rankeval.comparison.compare.Comparison.to_markdown` and
 :meth:`~rankeval.comparison.compare.Comparison.to_latex`.
 
-May import: numpy, :mod:`rankeval.errors`, :mod:`rankeval.options` (the choices),
-:mod:`rankeval.comparison.data` (the numbers),
+Every table is written by the writers of :mod:`rankeval.report.formats` (``format_table``;
+the paper tables lay out their cells with ``grid_lines``, escaped with ``escape``), so
+evaluate's and compare's outputs quote, escape and print numbers alike; only the ``trec``
+layout and the paper tables' cells (bold, markers, spread, legend) are written here.
+
+May import: numpy, :mod:`rankeval.errors`, :mod:`rankeval.extension` (``Row``),
+:mod:`rankeval.options` (the choices), :mod:`rankeval.comparison.data` (the numbers),
 :mod:`rankeval.comparison.significance` (the names of tests and corrections), :mod:`rankeval.report.formats`
-(value formatting, escapes, the aggregate's label, JSON values). Not :mod:`rankeval.comparison.compare`.
+(the writers). Not :mod:`rankeval.comparison.compare`.
 """
 
 from __future__ import annotations
@@ -16,27 +23,32 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rankeval.comparison.data import COLUMNS, RANDOM, ComparisonData
 from rankeval.comparison.significance import CORRECTION_NAMES, TEST_NAMES
 from rankeval.errors import UsageError
+from rankeval.extension import Row
 from rankeval.io.inputs import safe_name
 from rankeval.options import FORMATS, SPREADS
 from rankeval.report.formats import (
     AGGREGATE_LABEL,
-    MARKDOWN_ESCAPES,
-    TEX_ESCAPES,
     check_labels,
     check_precision,
+    escape,
+    find_format,
+    format_table,
     format_value,
-    json_number,
-    json_text,
+    grid_lines,
+    render_rows,
 )
 
-__all__ = ["FORMATS", "LATEX_WIDTH", "SPREADS", "check_width", "paper_table", "render"]
+if TYPE_CHECKING:
+    from rankeval.measures.registry import Registry
+
+__all__ = ["FORMATS", "LATEX_WIDTH", "SPREADS", "check_width", "paper_table", "render", "result_rows"]
 
 #: the width a LaTeX table may take by default: the width of the text (of the column, in
 #: two-column layouts)
@@ -55,44 +67,38 @@ def render(
     precision: int | None = None,
     spread: str | None = None,
     width: str | None = LATEX_WIDTH,
+    registry: Registry | None = None,
 ) -> str:
     """*cmp* in format *fmt*; see :meth:`rankeval.comparison.compare.Comparison.format`."""
-    if fmt not in FORMATS:
-        raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    plugin_format = find_format(fmt, registry)
     check_precision(precision)
+    if plugin_format is not None:
+        return render_rows(plugin_format, fmt, result_rows(cmp, per_query), precision)
     if fmt in ("markdown", "latex"):
         return paper_table(cmp, fmt, spread, 4 if precision is None else precision, width)
     rows = cmp.records(per_query)  # run names made safe_name
-    if per_query:
-        check_labels(((row["run"], row["query_id"]) for row in rows), fmt)
     if fmt == "trec":
+        if per_query:
+            check_labels(((row["run"], row["query_id"]) for row in rows), fmt)
         return _trec(cmp, rows, 4 if precision is None else precision)
-    if fmt in ("json", "jsonl"):
-        return json_text([{k: _json(v, precision) for k, v in row.items()} for row in rows], fmt)
-    import csv
-    import io
+    flags = [("value",) if _is_int(cmp, row["measure"], row["query_id"]) else () for row in rows]
+    table = ([row[k] for k in COLUMNS] for row in rows)
+    return format_table(list(COLUMNS), table, fmt, precision, integer=flags, query_column="query_id")
 
-    buf = io.StringIO()
-    writer = csv.writer(buf, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
-    writer.writerow(COLUMNS)
-    for row in rows:
-        writer.writerow([_cell(cmp, k, row, precision) for k in COLUMNS])
-    return buf.getvalue()
+
+def result_rows(cmp: ComparisonData, per_query: bool = False) -> list[Row]:
+    """Each run's values as the :class:`~rankeval.extension.Row` s a plugin's format renders,
+    as ``evaluate`` gives them: per run, with *per_query* its per-query values (queries
+    sorted), then its mean (query id ``None``); measures as given; no statistics."""
+    rows = {(row["run"], row["query_id"], row["measure"]): row["value"] for row in cmp.records(per_query)}
+    return [
+        Row(run, qid, m, v, _is_int(cmp, m, qid))
+        for (run, qid, m), v in rows.items()
+    ]
 
 
 def _is_int(cmp: ComparisonData, measure: str, query_id: str | None) -> bool:
     return measure in cmp.integer_measures or (query_id is not None and measure in cmp.whole_measures)
-
-
-def _cell(cmp: ComparisonData, key: str, row: dict[str, Any], precision: int | None) -> str:
-    v = row[key]
-    if v is None:
-        return ""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float):
-        return format_value(v, key == "value" and _is_int(cmp, row["measure"], row["query_id"]), precision)
-    return str(v)
 
 
 def _trec(cmp: ComparisonData, rows: list[dict[str, Any]], precision: int) -> str:
@@ -106,7 +112,7 @@ def _trec(cmp: ComparisonData, rows: list[dict[str, Any]], precision: int) -> st
             text += "\t" + "\t".join(
                 [
                     f"vs {row['baseline']}",
-                    _signed(row["difference"], precision),
+                    format_value(_nan(row["difference"]), False, precision, signed=True),
                     "p=" + format_value(_nan(row["p_value"]), False, precision),
                     "p_adj=" + format_value(_nan(row["p_adjusted"]), False, precision),
                 ]
@@ -114,7 +120,9 @@ def _trec(cmp: ComparisonData, rows: list[dict[str, Any]], precision: int) -> st
             if row["significant"]:
                 text += "\t*"
         elif row["baseline"] is not None and row["difference"] is not None:
-            text += f"\tvs {row['baseline']}\t{_signed(row['difference'], precision)}"
+            text += (
+                f"\tvs {row['baseline']}\t{format_value(row['difference'], False, precision, signed=True)}"
+            )
         lines.append(text)
     return "\n".join(lines) + ("\n" if lines else "")
 
@@ -147,22 +155,17 @@ def paper_table(
     letters = _letters(len(cmp.runs)) if cmp.stats.pairs == "all" else []
 
     def esc(s: str) -> str:
-        return safe_name(s).translate(TEX_ESCAPES if tex else MARKDOWN_ESCAPES)
+        return _label(s, fmt)
 
     body = _body(cmp, tex, spread, precision, letters, esc)
     head = ["run", *(esc(m) for m in cmp.measures)]
     legend = _legend(cmp, spread, tex, letters)
+    tabular = grid_lines(fmt, head, body, [False, *(True for _ in cmp.measures)])
     if not tex:
-        lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * len(cmp.measures)]
-        lines += ["| " + " | ".join(row) + " |" for row in body]
-        return "\n".join(lines) + "\n\n" + legend + "\n"
-    spec = "l" + "r" * len(cmp.measures)
-    tabular = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(head) + " \\\\", "\\midrule"]
-    for r, row in enumerate(body):
-        if cmp.runs[r] == RANDOM and cmp.random is not None and r > 0:
-            tabular.append("\\midrule")
-        tabular.append(" & ".join(row) + " \\\\")
-    tabular += ["\\bottomrule", "\\end{tabular}"]
+        return "\n".join(tabular) + "\n\n" + legend + "\n"
+    for r in reversed(range(1, len(body))):  # the random baseline below a rule of its own
+        if cmp.runs[r] == RANDOM and cmp.random is not None:
+            tabular.insert(r + 4, "\\midrule")
     if width is not None:
         # graphicx's \resizebox, only ever shrinking: a table wider than *width* is scaled
         # down to it, a narrower one keeps its size (\width is the table's natural width)
@@ -249,7 +252,7 @@ def _markers(cmp: ComparisonData, letters: list[str]) -> list[list[str]]:
 
 def _legend(cmp: ComparisonData, spread: str, tex: bool, letters: list[str]) -> str:
     def esc(s: str) -> str:
-        return safe_name(s).translate(TEX_ESCAPES if tex else MARKDOWN_ESCAPES)
+        return _label(s, "latex" if tex else "markdown")
 
     alpha = f"$\\alpha$ = {cmp.stats.alpha:g}" if tex else f"α = {cmp.stats.alpha:g}"  # noqa: RUF001
     test = TEST_NAMES[cmp.stats.test]
@@ -290,19 +293,13 @@ def _legend(cmp: ComparisonData, spread: str, tex: bool, letters: list[str]) -> 
     return " ".join(parts)
 
 
+def _label(name: str, fmt: str) -> str:
+    """A run's or a measure's name in a paper table: as text (:func:`safe_name`), escaped."""
+    return escape(safe_name(name), fmt)
+
+
 def _nan(v: float | None) -> float:
     return math.nan if v is None else v
-
-
-def _json(v: Any, precision: int | None) -> Any:
-    # an infinite Cohen's d (zero spread) is null, as NaN is (json_number)
-    return json_number(v, precision) if isinstance(v, float) else v
-
-
-def _signed(v: float | None, precision: int) -> str:
-    if v is None or math.isnan(v):
-        return "nan"
-    return f"{v:+.{precision}f}"
 
 
 def _letters(n: int) -> list[str]:

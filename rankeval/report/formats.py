@@ -1,17 +1,25 @@
 """Formatting of result tables: trec, tsv, csv, json, jsonl, markdown, latex, and the formats
 plugins add (files are written by :mod:`rankeval.report.outputs`).
 
+One set of writers: :func:`format_table` writes every tsv, csv, json, jsonl, markdown and
+latex table of rankeval (the results of ``evaluate``, the rows of ``compare``, the tie range,
+the meta-evaluation), so quoting, escaping (:func:`escape`), numbers (:func:`format_value`,
+:func:`json_number`), NaN and ``None`` and the aggregate's label (:func:`check_labels`) are
+decided here; the paper tables of ``compare`` lay their cells out with :func:`grid_lines`.
+The ``trec`` layouts of ``evaluate`` and ``compare`` are their own.
+
 Plugins add a format through the ``register_formats`` hook: an
 :class:`~rankeval.extension.OutputFormat` (a name for ``-f`` and a function rendering
 :class:`~rankeval.extension.Row` s), which the registry keeps
-(:attr:`~rankeval.measures.registry.Registry.formats`).
+(:attr:`~rankeval.measures.registry.Registry.formats`); :func:`find_format` and
+:func:`render_rows` hand it the rows of ``evaluate`` and of ``compare``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from typing import TYPE_CHECKING, Any
 
 from rankeval.errors import PluginError, UsageError, plugin_guard
@@ -33,11 +41,15 @@ __all__ = [
     "TEX_ESCAPES",
     "check_labels",
     "check_precision",
+    "escape",
+    "find_format",
     "format_results",
     "format_table",
     "format_value",
+    "grid_lines",
     "json_number",
     "json_text",
+    "render_rows",
 ]
 
 #: the query column's text for the aggregate in the ``trec``, ``markdown`` and ``latex`` layouts
@@ -66,6 +78,15 @@ TEX_ESCAPES = str.maketrans(
 #: HTML, entities, strikethrough, math, table cells), for :meth:`str.translate`: an id prints
 #: as its text, never as markup
 MARKDOWN_ESCAPES = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|&~$"})
+_ESCAPES = {"markdown": MARKDOWN_ESCAPES, "latex": TEX_ESCAPES}
+
+
+def escape(text: str, fmt: str) -> str:
+    """*text* as a cell of format *fmt*: in ``markdown`` and ``latex``, its special characters
+    escaped (:data:`MARKDOWN_ESCAPES`, :data:`TEX_ESCAPES`); elsewhere as it is (csv quotes
+    what needs it, json escapes)."""
+    table = _ESCAPES.get(fmt)
+    return text if table is None else text.translate(table)
 
 
 MAX_PRECISION = 30
@@ -81,16 +102,17 @@ def check_precision(precision: int | None) -> None:
         raise UsageError(f"precision must be an integer from 0 to {MAX_PRECISION}, not {precision!r}")
 
 
-def format_value(v: float, integer: bool, precision: int | None) -> str:
+def format_value(v: float, integer: bool, precision: int | None, *, signed: bool = False) -> str:
     """*v* as printed: ``nan``; a whole number without decimals when *integer*; else with
-    *precision* decimals, or all of them (``repr``) when *precision* is ``None``."""
+    *precision* decimals, or all of them (``repr``) when *precision* is ``None``; with a sign
+    (``+0.0120``) when *signed*, as differences are."""
     if math.isnan(v):
         return "nan"
     if integer and float(v).is_integer():
         return str(int(v))
     if precision is None:
-        return repr(float(v))
-    return f"{v:.{precision}f}"
+        return f"{float(v):+}" if signed else repr(float(v))
+    return f"{v:+.{precision}f}" if signed else f"{v:.{precision}f}"
 
 
 def _columns(results: Any) -> tuple[dict[str, np.ndarray], set[str], set[str]]:
@@ -206,14 +228,7 @@ def format_results(
         precision: decimals; default 4 for trec/markdown/latex, full precision otherwise.
         registry: where to look for formats plugins add (default: all installed plugins).
     """
-    plugin_format = None
-    if fmt not in FORMATS:
-        from rankeval.measures.plugins import current_registry
-
-        added = current_registry(registry).formats
-        if fmt not in added:
-            raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join([*FORMATS, *added])}")
-        plugin_format = added[fmt]
+    plugin_format = find_format(fmt, registry)
     check_precision(precision)
     cols, integer, whole = _columns(results)
     records = _ordered(cols, per_query)
@@ -221,31 +236,23 @@ def format_results(
     integer_rows = {(m, False) for m in integer | whole} | {(m, True) for m in integer}
     records_int = [(m, qid is None) in integer_rows for _, qid, m, _ in records]
     if plugin_format is not None:
-        return _render(plugin_format, fmt, records, records_int, precision)
-    if per_query:
-        check_labels(((run, qid) for run, qid, _, _ in records), fmt)
-    several = len({run for run, _, _, _ in records}) > 1
+        rows = [Row(*record, is_int) for record, is_int in zip(records, records_int, strict=True)]
+        return render_rows(plugin_format, fmt, rows, precision)
     if precision is None and fmt in ("trec", "markdown", "latex"):
         precision = 4
     if fmt == "trec":
-        return _trec(records, records_int, precision, several)
-    if fmt in ("tsv", "csv"):
-        import csv
-        import io
+        if per_query:
+            check_labels(((run, qid) for run, qid, _, _ in records), fmt)
+        return _trec(records, records_int, precision, len({run for run, _, _, _ in records}) > 1)
+    if fmt in ("markdown", "latex"):
+        return _wide(records, fmt, integer_rows, precision, per_query)
+    flags = [_VALUE if is_int else () for is_int in records_int]
+    columns = ["run", "query_id", "measure", "value"]
+    return format_table(columns, records, fmt, precision, integer=flags, query_column="query_id")
 
-        buf = io.StringIO()
-        writer = csv.writer(buf, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
-        writer.writerow(["run", "query_id", "measure", "value"])
-        for (run, qid, m, v), is_int in zip(records, records_int, strict=True):
-            writer.writerow([run, "" if qid is None else qid, m, format_value(v, is_int, precision)])
-        return buf.getvalue()
-    if fmt in ("json", "jsonl"):
-        objs = [
-            {"run": run, "query_id": qid, "measure": m, "value": json_number(v, precision)}
-            for run, qid, m, v in records
-        ]
-        return json_text(objs, fmt)
-    return _table(records, fmt, integer_rows, precision or 4, per_query)
+
+#: the ``integer`` flags of :func:`format_table` for a row whose value is a count or a rank
+_VALUE = frozenset({"value"})
 
 
 def _trec(
@@ -276,16 +283,25 @@ def _tab_width(column: Iterable[str]) -> int:
     return max(lengths) if len({n // 8 for n in lengths}) > 1 else 0
 
 
-def _render(
-    plugin_format: tuple[str, OutputFormat],
-    fmt: str,
-    records: list[tuple[str, str | None, str, float]],
-    records_int: list[bool],
-    precision: int | None,
+def find_format(fmt: str, registry: Registry | None = None) -> tuple[str, OutputFormat] | None:
+    """``None`` for a built-in format (:data:`FORMATS`), ``(plugin, format)`` for one a plugin
+    adds (looked up in *registry*, default: the installed plugins, loaded only then); else a
+    :class:`~rankeval.errors.UsageError` listing the formats there are."""
+    if fmt in FORMATS:
+        return None
+    from rankeval.measures.plugins import current_registry
+
+    added = current_registry(registry).formats
+    if fmt not in added:
+        raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join([*FORMATS, *added])}")
+    return added[fmt]
+
+
+def render_rows(
+    plugin_format: tuple[str, OutputFormat], fmt: str, rows: list[Row], precision: int | None
 ) -> str:
-    """The text of a plugin's format, its code guarded."""
+    """The text of a plugin's format (:func:`find_format`) for *rows*, its code guarded."""
     plugin, output = plugin_format
-    rows = [Row(*record, is_int) for record, is_int in zip(records, records_int, strict=True)]
     with plugin_guard(plugin, f"rendering format {fmt!r}"):
         text = output.render(rows, precision)
     if not isinstance(text, str):
@@ -293,49 +309,28 @@ def _render(
     return text
 
 
-def _table(
+def _wide(
     records: list[tuple[str, str | None, str, float]],
     fmt: str,
     integer_rows: set[tuple[str, bool]],
-    precision: int,
+    precision: int | None,
     per_query: bool,
 ) -> str:
-    """Wide table: one row per run (and query with -q), one column per measure; every cell
-    escaped (:data:`MARKDOWN_ESCAPES`, :data:`TEX_ESCAPES`)."""
+    """Wide table: one row per run (and query with -q), one column per measure (NaN where a
+    run lacks a value)."""
     measures = list(dict.fromkeys(m for _, _, m, _ in records))
     keys = list(dict.fromkeys((run, qid) for run, qid, _, _ in records))
     cell = {(run, qid, m): v for run, qid, m, v in records}
-    head = ["run", *(["query"] if per_query else []), *measures]
-    body = []
-    for run, qid in keys:
-        row = [run, *([AGGREGATE_LABEL if qid is None else qid] if per_query else [])]
-        row += [
-            format_value(cell.get((run, qid, m), math.nan), (m, qid is None) in integer_rows, precision)
-            for m in measures
-        ]
-        body.append(row)
-    if fmt == "markdown":
-        esc = [[c.translate(MARKDOWN_ESCAPES) for c in r] for r in [head, *body]]
-        lines = [
-            "| " + " | ".join(esc[0]) + " |",
-            "|" + "|".join(["---"] * (len(head) - len(measures)) + ["---:"] * len(measures)) + "|",
-        ]
-        lines += ["| " + " | ".join(r) + " |" for r in esc[1:]]
-        return "\n".join(lines) + "\n"
-
-    def tex(s: str) -> str:
-        return s.translate(TEX_ESCAPES)
-
-    spec = "l" * (len(head) - len(measures)) + "r" * len(measures)
-    lines = [
-        f"\\begin{{tabular}}{{{spec}}}",
-        "\\toprule",
-        " & ".join(tex(h) for h in head) + " \\\\",
-        "\\midrule",
+    rows = [
+        [run, *([qid] if per_query else []), *(cell.get((run, qid, m), math.nan) for m in measures)]
+        for run, qid in keys
     ]
-    lines += [" & ".join(tex(c) for c in r) + " \\\\" for r in body]
-    lines += ["\\bottomrule", "\\end{tabular}"]
-    return "\n".join(lines) + "\n"
+    counts = {is_all: {m for m in measures if (m, is_all) in integer_rows} for is_all in (False, True)}
+    columns = ["run", *(["query"] if per_query else []), *measures]
+    flags = [counts[qid is None] for _, qid in keys]
+    return format_table(
+        columns, rows, fmt, precision, integer=flags, query_column="query" if per_query else None
+    )
 
 
 #: the formats of :func:`format_table`
@@ -343,41 +338,74 @@ TABLE_FORMATS = ("tsv", "csv", "json", "jsonl", "markdown", "latex")
 
 
 def format_table(
-    columns: list[str], rows: Iterable[Iterable[Any]], fmt: str = "tsv", precision: int | None = 4
+    columns: list[str],
+    rows: Iterable[Iterable[Any]],
+    fmt: str = "tsv",
+    precision: int | None = 4,
+    *,
+    integer: Iterable[Container[str]] | None = None,
+    query_column: str | None = None,
 ) -> str:
-    """A plain table (a header of *columns*, then *rows* of texts and numbers) in *fmt*
-    (:data:`TABLE_FORMATS`): the one writer of the tables that are not results of
-    :func:`format_results` (the tie range, meta-evaluation). Numbers are printed with
-    *precision* decimals (:func:`format_value`; ints as they are, NaN as ``nan``); in json and
-    jsonl, as numbers (``null`` for NaN and ``None``); ``None`` is an empty cell elsewhere."""
+    """A table (a header of *columns*, then *rows* of texts, numbers, booleans and ``None``) in
+    *fmt* (:data:`TABLE_FORMATS`): the one writer of rankeval's tables.
+
+    Numbers are printed with *precision* decimals (:func:`format_value`; ints as they are, NaN
+    as ``nan``), booleans as ``true``/``false``, ``None`` as an empty cell; in json and jsonl,
+    numbers as numbers (``null`` for NaN, ±infinity and ``None``), booleans as booleans. In
+    markdown and latex every cell is escaped (:func:`escape`) and columns of numbers are
+    aligned right.
+
+    Args:
+        integer: per row, the columns whose numbers are counts or ranks, printed without
+            decimals when whole (not in json, where numbers are as they are).
+        query_column: the column of query ids, where ``None`` is the aggregate: printed as the
+            format's label for it (:data:`AGGREGATE_LABEL` in markdown and latex); a query id
+            that would print the same is a :class:`~rankeval.errors.UsageError`
+            (:func:`check_labels`; the run is the column ``run``).
+    """
     check_precision(precision)
     if fmt not in TABLE_FORMATS:
         raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(TABLE_FORMATS)}")
-    table = [list(r) for r in rows]
+    table = list(rows)
+    flags: list[Container[str]] = [()] * len(table) if integer is None else list(integer)
+    # converted column by column: a column of texts (the most cells) is taken as it is
+    by_column = list(zip(*table, strict=True)) if table else [() for _ in columns]
     if fmt in ("json", "jsonl"):
 
         def value(v: Any) -> Any:
-            if v is None or isinstance(v, (str, bool)):
+            if type(v) is float:  # the most numbers: no further test
+                return json_number(v, precision)
+            kind = _kind(v)
+            if kind in ("none", "text"):
                 return v
-            if isinstance(v, int) or (hasattr(v, "dtype") and v.dtype.kind in "iu"):
+            if kind == "bool":
+                return bool(v)
+            if kind == "int":
                 return int(v)
             return json_number(float(v), precision)
 
-        return json_text([dict(zip(columns, map(value, r), strict=True)) for r in table], fmt)
+        values = [col if _texts(col) else [value(v) for v in col] for col in by_column]
+        return json_text([dict(zip(columns, r, strict=True)) for r in zip(*values, strict=True)], fmt)
+    label = _LABELS[fmt]
+    q = -1 if query_column is None else columns.index(query_column)
+    if query_column is not None:
+        check_labels(zip(by_column[columns.index("run")], by_column[q], strict=True), fmt)
 
-    def text(v: Any) -> str:
-        if v is None:
-            return ""
-        if isinstance(v, str):
-            return v
-        if isinstance(v, int) or (hasattr(v, "dtype") and v.dtype.kind in "iu"):
+    def text(v: Any, column: int, counts: Container[str]) -> str:
+        if type(v) is float:  # the most numbers: no further test
+            return format_value(v, columns[column] in counts, precision)
+        kind = _kind(v)
+        if kind == "none":
+            return label if column == q else ""
+        if kind == "bool":
+            return "true" if v else "false"
+        if kind == "int":
             return str(int(v))
-        return format_value(float(v), False, precision)
+        return format_value(float(v), columns[column] in counts, precision) if kind == "float" else str(v)
 
-    cells = [[text(v) for v in r] for r in table]
-    numeric = [
-        any(r[i] is not None for r in table) and not any(isinstance(r[i], str) for r in table)
-        for i in range(len(columns))
+    texts = [
+        col if _texts(col) else [text(v, i, f) for v, f in zip(col, flags, strict=True)]
+        for i, col in enumerate(by_column)
     ]
     if fmt in ("tsv", "csv"):
         import csv
@@ -386,14 +414,45 @@ def format_table(
         buf = io.StringIO()
         writer = csv.writer(buf, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
         writer.writerow(columns)
-        writer.writerows(cells)
+        writer.writerows(zip(*texts, strict=True))
         return buf.getvalue()
+    numeric = [
+        any(v is not None for v in col) and not any(isinstance(v, str) for v in col) for col in by_column
+    ]
+    escapes = _ESCAPES[fmt]  # escape(), once per cell
+    head = [c.translate(escapes) for c in columns]
+    body = [[c.translate(escapes) for c in r] for r in zip(*texts, strict=True)]
+    return "\n".join(grid_lines(fmt, head, body, numeric)) + "\n"
+
+
+def _texts(column: Iterable[Any]) -> bool:
+    """Whether every cell of *column* is a text (and so printed as it is)."""
+    return all(type(v) is str for v in column)
+
+
+def _kind(v: Any) -> str:
+    """What a cell of :func:`format_table` holds: ``none``, ``text``, ``bool``, ``int`` or
+    ``float`` (numpy scalars as the Python ones)."""
+    if v is None:
+        return "none"
+    if isinstance(v, str):
+        return "text"
+    dtype_kind = getattr(getattr(v, "dtype", None), "kind", "")
+    if isinstance(v, bool) or dtype_kind == "b":
+        return "bool"
+    if isinstance(v, int) or dtype_kind in ("i", "u"):
+        return "int"
+    return "float"
+
+
+def grid_lines(fmt: str, head: list[str], body: list[list[str]], numeric: list[bool]) -> list[str]:
+    """The lines of a ``markdown`` table or a ``latex`` tabular (booktabs rules) of cells
+    already escaped (:func:`escape`) and formatted: the header *head*, the rows *body*,
+    right-aligned where *numeric*. Row ``i`` of *body* is line ``i + 2`` in markdown, ``i + 4``
+    in latex."""
     if fmt == "markdown":
-        esc = [[c.translate(MARKDOWN_ESCAPES) for c in r] for r in [columns, *cells]]
-        lines = ["| " + " | ".join(esc[0]) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
-        return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in esc[1:]]) + "\n"
+        rule = "|" + "|".join("---:" if n else "---" for n in numeric) + "|"
+        return ["| " + " | ".join(head) + " |", rule, *("| " + " | ".join(r) + " |" for r in body)]
     spec = "".join("r" if n else "l" for n in numeric)
-    tex = [[c.translate(TEX_ESCAPES) for c in r] for r in [columns, *cells]]
-    lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(tex[0]) + " \\\\", "\\midrule"]
-    lines += [" & ".join(r) + " \\\\" for r in tex[1:]]
-    return "\n".join([*lines, "\\bottomrule", "\\end{tabular}"]) + "\n"
+    lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(head) + " \\\\", "\\midrule"]
+    return [*lines, *(" & ".join(r) + " \\\\" for r in body), "\\bottomrule", "\\end{tabular}"]
