@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import rankeval
-from rankeval.errors import InputError
+from rankeval.errors import InputError, RankevalWarning
 from rankeval.io.convert import to_parquet
 from rankeval.io.parquet import write_run_parquet
 
@@ -193,3 +193,98 @@ def test_parquet_is_read_without_dask(tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------------ blocks of rows
+def _sorted_parquet(tmp_path: Path, monkeypatch) -> Path:
+    import rankeval.io.blocks
+
+    monkeypatch.setattr(rankeval.io.blocks, "DEFAULT_BLOCK_SIZE", 4096)
+    to_parquet(QRELS, RUN, tmp_path / "q.parquet", tmp_path / "r.parquet")
+    return tmp_path / "r.parquet"
+
+
+def test_parquet_blocks_cut_where_the_query_changes(tmp_path, monkeypatch):
+    """Blocks of about the rows asked for, each cut where the query changes (one query is
+    never in two blocks), together the whole run in its order with its line numbers."""
+    from rankeval.io.parquet import parquet_blocks
+
+    run = _sorted_parquet(tmp_path, monkeypatch)
+    text = rankeval.Run.read(RUN)
+    longest = int(pd.Series(text.table.column("query_id").to_pylist()).value_counts().max())
+    for rows in (1, 50, 333, 10**6):
+        blocks = list(parquet_blocks(run, rows))
+        assert all(b is not None for b in blocks)
+        seen: list[str] = []
+        for table, lines in blocks:
+            queries = pd.unique(np.asarray(table.column("query_id").to_pylist(), dtype=object)).tolist()
+            assert not set(queries) & set(seen)  # a query in one block only
+            seen += queries
+            assert table.num_rows < rows + longest
+            assert len(lines) == table.num_rows
+        assert len(blocks) == (1 if rows == 10**6 else len(blocks)) and (rows == 10**6 or len(blocks) > 1)
+        whole = pa_concat([t for t, _ in blocks])
+        assert whole.equals(text.table)
+        assert np.concatenate([lines for _, lines in blocks]).tolist() == text.lines.tolist()
+
+
+def pa_concat(tables: list[Any]) -> Any:
+    import pyarrow as pa
+
+    from rankeval.io.schema import run_table
+
+    whole = pa.concat_tables(tables)
+    return run_table(*(whole.column(c) for c in whole.column_names))
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("ties", ["trec_eval", "given"])
+def test_a_parquet_run_is_evaluated_in_blocks_as_its_text(tmp_path, monkeypatch, jobs, ties):
+    """A Parquet run sorted by query is evaluated block by block (never read whole), with the
+    text run's values, under each tie rule (``given`` reads the rows' order)."""
+    import rankeval.io.parquet
+
+    run = _sorted_parquet(tmp_path, monkeypatch)
+
+    def never(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("read whole")
+
+    monkeypatch.setattr(rankeval.io.parquet, "read_parquet_run_table", never)
+    options = rankeval.EvalOptions(ties=ties)
+    text = rankeval.evaluate(QRELS, RUN, CLASSIC, options=options, block_size=2048, jobs=jobs)
+    parquet = rankeval.evaluate(QRELS, run, CLASSIC, options=options, block_size=2048, jobs=jobs)
+    assert (parquet["value"].to_numpy() == text["value"].to_numpy()).all()
+    assert parquet["query_id"].equals(text["query_id"])
+
+
+@pytest.mark.parametrize("disorder", ["queries shuffled", "files out of line order"])
+def test_a_parquet_run_out_of_order_is_read_whole_with_a_warning(tmp_path, disorder):
+    """Rows not grouped by query in the files' order, or files whose lines go back: read whole
+    (sorted by ``(file, line)``), with one warning, and the text run's values."""
+    text = rankeval.Run.read(RUN)
+    frame = text.table.to_pandas()
+    frame["line"] = text.lines
+    (tmp_path / "run.parquet").mkdir()
+    if disorder == "queries shuffled":
+        frame = frame.drop(columns=["line"])
+        by_query = [g for _, g in frame.groupby("query_id", sort=False, observed=True)]
+        halves = [
+            pd.concat([g.iloc[: len(g) // 2] for g in by_query]),
+            pd.concat([g.iloc[len(g) // 2 :] for g in by_query]),
+        ]
+        for i, part in enumerate(halves):
+            part.astype({"query_id": str, "q0": str, "tag": str}).to_parquet(
+                tmp_path / "run.parquet" / f"part.{i}.parquet"
+            )
+    else:
+        parts = np.array_split(np.arange(len(frame)), 3)
+        for name, rows in zip(["c", "a", "b"], parts, strict=True):  # listed a, b, c: lines 2nd, 3rd, 1st
+            frame.iloc[rows].to_parquet(tmp_path / "run.parquet" / f"{name}.parquet")
+    with pytest.warns(RankevalWarning, match="read whole into memory"):
+        parquet = rankeval.evaluate(QRELS, tmp_path / "run.parquet", CLASSIC, block_size=2048)
+    expected = rankeval.evaluate(QRELS, RUN, CLASSIC)
+    if disorder == "queries shuffled":  # (the tie order within a query follows the halves)
+        expected = rankeval.evaluate(QRELS, rankeval.Run.read(tmp_path / "run.parquet"), CLASSIC)
+    assert np.allclose(
+        parquet["value"].to_numpy(), expected["value"].to_numpy(), rtol=0, atol=0, equal_nan=True
+    )

@@ -53,7 +53,7 @@ from rankeval.io.blocks import RunBlock, RunFile, read_block, split_run
 from rankeval.io.data import Qrels, Run
 from rankeval.io.partition import RunPart, partition_run, read_part
 from rankeval.io.schema import empty_run_table
-from rankeval.io.sources import run_files
+from rankeval.io.sources import run_files, run_kind
 from rankeval.options import EvalOptions
 
 if TYPE_CHECKING:
@@ -107,8 +107,8 @@ def _qrels_nested(qrels: Qrels, sep: str | None) -> bool:
 @dataclass(frozen=True)
 class Task:
     """One unit of work: a block of a run file, a part of an unsorted run file grouped by
-    query, a whole run in memory, or the qrels' queries that a run does not retrieve (*rest*),
-    for run number *run* named *name*."""
+    query, a run in memory (whole, or a block of a Parquet run), or the qrels' queries that a
+    run does not retrieve (*rest*), for run number *run* named *name*."""
 
     run: int
     name: str
@@ -118,6 +118,7 @@ class Task:
     part: RunPart | None = None
     nested: bool = False  # nested, though the qrels are not: the run's own items nest
     threads: bool = True
+    whole: bool = True  # *memory* is a whole run (every judged query), not a block of one
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,7 @@ def run_task(shared: Shared, task: Task) -> BlockValues:
 
 def _out_of_memory(task: Task, rows: int) -> ResourceError:
     """The error for memory running out in *task*, of *rows* run lines."""
-    if task.memory is not None:  # a run in memory, whole: the block size does not bound it
+    if task.memory is not None and task.whole:  # a run in memory, whole: the block size does not bound it
         return ResourceError(
             f"out of memory while evaluating run {task.name} ({rows:,} lines, in memory as a "
             "whole): evaluate fewer runs at a time, or use a machine with more memory (a run "
@@ -234,7 +235,7 @@ def _evaluate(shared: Shared, run: Run, task: Task) -> BlockValues:
     if task.rest is not None:
         queries = pa.array(task.rest, pa.string())
     qrels = shared.qrels
-    if task.memory is None:  # a block: the judgments of its queries
+    if task.memory is None or not task.whole:  # a block: the judgments of its queries
         mask = pc.is_in(qrels.table.column("query_id"), value_set=queries.cast(pa.string()))
         if not pc.all(mask).as_py():  # (a block with every judged query: no copy)
             qrels = qrels.select(mask.to_numpy(zero_copy_only=False))
@@ -277,6 +278,7 @@ class _RunState:
     source: Any  # the path (or glob), or the Run in memory
     file: bool
     files: list[str]  # the files of a path or glob, in order
+    parquet: bool  # a Parquet run (read in blocks of rows), not run text
     nested: bool  # its tasks evaluate a nested collection
     values: list[BlockValues] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)  # the queries of its blocks so far
@@ -302,7 +304,7 @@ class _RunState:
                 source=str(self.source),
             )
         if repeated is not None:
-            self.unsorted = repeated
+            self.unsorted = f"query {repeated!r} appears in more than one place" if self.parquet else repeated
         elif values.nested and not self.nested and self.file:
             self.nested = True
         else:
@@ -384,7 +386,9 @@ def _evaluate_runs(
     tasks, then rounds of the run files to evaluate again (:meth:`_RunState.add`: at most two
     more, and none for a run sorted by query whose qrels decide the nesting)."""
     states = [
-        _RunState(name, item, not isinstance(item, Run), run_files(item), shared.nested)
+        _RunState(
+            name, item, not isinstance(item, Run), run_files(item), run_kind(item) == "parquet", shared.nested
+        )
         for name, item in runs
     ]
     todo = states
@@ -429,6 +433,9 @@ def _tasks(
             yield Task(i, state.source.name, memory=state.source, threads=scheduler.threads)
             continue
         name = _file_name(state)
+        if state.parquet:
+            yield from _parquet_tasks(i, state, order, scheduler, block_size)
+            continue
         if state.unsorted is not None:
             for part in _parts(state, block_size, files, scheduler.threads):
                 order.append(state)
@@ -441,6 +448,46 @@ def _tasks(
                 order.append(state)
                 yield Task(i, name, block=block, nested=state.nested, threads=scheduler.threads)
                 del block  # a compressed block's bytes: not kept while the next is cut
+
+
+#: about how many bytes a run line takes as text: a Parquet run's blocks hold block_size / this rows
+ROW_BYTES = 48
+
+
+def _parquet_tasks(
+    i: int, state: _RunState, order: list[_RunState], scheduler: Scheduler, block_size: int
+) -> Iterator[Task]:
+    """The tasks of a Parquet run: its blocks of rows (:func:`~rankeval.io.parquet.parquet_blocks`),
+    read as they are needed; or, once its rows are found not in ``(file, line)`` order or
+    a query in two blocks (:meth:`_RunState.add`), the whole run in memory as one block, with
+    a warning. Either way the qrels' queries no block retrieves are :func:`_rest`'s."""
+    from rankeval.io.parquet import parquet_blocks
+
+    name = _file_name(state)
+    source = io.source_name(state.source)
+    if state.unsorted is not None:
+        warnings.warn(
+            RankevalWarning(
+                f"run {name}: its Parquet rows are not grouped by query in the files' order ({state.unsorted}): "
+                "it is read whole into memory (same results); convert a run sorted by query to evaluate it "
+                "in blocks"
+            ),
+            stacklevel=6,
+        )
+        order.append(state)
+        run = Run.read(state.source, name)
+        yield Task(i, name, memory=run, nested=state.nested, threads=scheduler.threads, whole=False)
+        return
+    for block in parquet_blocks(state.source, max(1, block_size // ROW_BYTES)):
+        if state.again:
+            return
+        if block is None:
+            state.unsorted = "rows out of line order"
+            state.again, state.values, state.seen = True, [], set()
+            return
+        order.append(state)
+        run = Run(block[0], name, source, block[1])
+        yield Task(i, name, memory=run, nested=state.nested, threads=scheduler.threads, whole=False)
 
 
 def _parts(state: _RunState, block_size: int, files: _HeldFiles, threads: bool) -> list[RunPart]:

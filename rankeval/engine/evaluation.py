@@ -234,15 +234,20 @@ def _evaluate_blocks(
 
 def _block_runs(runs: Any) -> list[tuple[str | None, Any]]:
     """The runs as the block engine takes them (:func:`rankeval.io.sources.run_kind`):
-    ``(name or None, path)`` for TREC text files (a file or a pattern, cut into blocks), else
-    ``(name or None, Run)`` read here (stdin, JSON, Parquet, DataFrames, dicts, :class:`Run`
-    objects)."""
+    ``(name or None, path)`` for TREC text files (a file or a pattern, cut into blocks) and
+    Parquet runs (read in blocks of rows), else ``(name or None, Run)`` read here (stdin,
+    JSON, DataFrames, dicts, :class:`Run` objects)."""
+    from rankeval.io.parquet import parquet_files
     from rankeval.io.sources import run_files, run_kind
 
     out: list[tuple[str | None, Any]] = []
     for name, item in run_items(runs):
-        if run_kind(item) in ("text", "pattern"):
+        kind = run_kind(item)
+        if kind in ("text", "pattern"):
             run_files(item)  # (a pattern's files are checked now, before any block)
+            out.append((name, str(item)))
+        elif kind == "parquet":
+            parquet_files(item)  # (checked now, before any block)
             out.append((name, str(item)))
         else:
             out.append((name, as_run(item, name)))
@@ -266,16 +271,26 @@ def _block_size(text_bytes: int, processes: Any) -> int:
 def _text_sizes(items: list[tuple[str | None, Any]]) -> list[int]:
     """About how many bytes of text each run file among *items* holds (to choose a scheduler
     and a block size, and to estimate the tasks): its size on disk, a compressed file's
-    counted five times."""
+    counted five times, a Parquet file's four times."""
     import os
 
-    from rankeval.io.sources import run_files
+    from rankeval.io.parquet import parquet_files
+    from rankeval.io.sources import run_files, run_kind
     from rankeval.io.trec import is_compressed
 
-    paths = [
-        path for _, item in items if isinstance(item, str) for path in run_files(item) if os.path.isfile(path)
-    ]
-    return [os.path.getsize(path) * (5 if is_compressed(path) else 1) for path in paths]
+    sizes = []
+    for _, item in items:
+        if not isinstance(item, str):
+            continue
+        if run_kind(item) == "parquet":
+            sizes += [os.path.getsize(path) * 4 for path in parquet_files(item)]
+        else:
+            sizes += [
+                os.path.getsize(path) * (5 if is_compressed(path) else 1)
+                for path in run_files(item)
+                if os.path.isfile(path)
+            ]
+    return sizes
 
 
 def _started(

@@ -16,6 +16,7 @@ foundation modules.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,9 +28,17 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-__all__ = ["parquet_files", "read_parquet_qrels", "read_parquet_run_table", "write_run_parquet"]
+__all__ = [
+    "parquet_batches",
+    "parquet_blocks",
+    "parquet_files",
+    "read_parquet_qrels",
+    "read_parquet_run_table",
+    "write_run_parquet",
+]
 
 _TEXT_COLUMNS = ("query_id", "q0", "doc_id", "tag")
+_RUN_COLUMNS = ("query_id", "q0", "doc_id", "score", "tag")
 _CONTROL = "[\x00-\x1f\x7f]"
 
 
@@ -62,60 +71,158 @@ def parquet_files(source: str | Path) -> list[str]:
 
 
 def read_parquet_run_table(source: str | Path) -> tuple[pa.Table, np.ndarray]:
-    """A Parquet run (see the module docstring) as a run table and each row's line number,
-    read batch by batch and checked as a run file is: a NaN or missing score, an empty or
-    missing id, or one with a control character is an error naming the row's line.
+    """A Parquet run (see the module docstring), whole, as a run table and each row's line
+    number, in ``(file, line)`` order; read batch by batch and checked as a run file is
+    (:func:`parquet_batches`).
 
     Raises:
-        InputError: not Parquet, not a run (a column missing or of the wrong type), a bad row.
+        InputError: not Parquet, not a run (a column missing or of the wrong type), a bad row,
+            no row at all.
         ResourceError: memory ran out.
     """
     import numpy as np
     import pyarrow as pa
-    import pyarrow.dataset as ds
 
     from rankeval.io.schema import run_table
 
+    tables, lines, numbers = [], [], []
+    for table, line, number in parquet_batches(source):
+        tables.append(table)
+        lines.append(line)
+        numbers.append(number)
+    whole = pa.concat_tables(tables)
+    del tables
+    line, number = np.concatenate(lines), np.concatenate(numbers)
+    order = np.lexsort((line, number))
+    if len(order) > 1 and not (np.diff(order) == 1).all():
+        whole, line = whole.take(pa.array(order)), line[order]
+    return run_table(*(whole.column(c) for c in whole.column_names)), line
+
+
+def parquet_blocks(source: str | Path, rows: int) -> Iterator[tuple[pa.Table, np.ndarray] | None]:
+    """A Parquet run in blocks, as the block engine evaluates a run file: about *rows* rows
+    each (more for a query that is longer), every cut where the query changes, read one batch
+    at a time in the files' order; each a run table and its rows' line numbers. Yields
+    ``None``, and stops, if the rows are not in ``(file, line)`` order in the files: only
+    :func:`read_parquet_run_table`, which sorts them, then gives the run's order.
+
+    Raises:
+        InputError: as :func:`parquet_batches`.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    from rankeval.io.schema import RUN_COLUMNS, run_table
+
+    pending: list[pa.Table] = []
+    pending_lines: list[np.ndarray] = []
+    held = 0
+    last: tuple[int, int] | None = None
+    for table, line, number in parquet_batches(source):
+        step_file, step_line = np.diff(number), np.diff(line)
+        if (last is not None and (int(number[0]), int(line[0])) <= last) or not (
+            (step_file > 0) | ((step_file == 0) & (step_line > 0))
+        ).all():
+            yield None
+            return
+        last = (int(number[-1]), int(line[-1]))
+        pending.append(table)
+        pending_lines.append(line)
+        held += table.num_rows
+        if held < rows:
+            continue
+        block = run_table(*(pa.concat_tables(pending).column(c) for c in RUN_COLUMNS))
+        lines = np.concatenate(pending_lines)
+        codes = block.column("query_id").combine_chunks().indices.to_numpy()
+        starts = np.flatnonzero(codes[1:] != codes[:-1]) + 1  # where a query starts
+        begin = 0
+        while True:  # (the last query stays: it may go on in the next batch)
+            k = int(np.searchsorted(starts, begin + rows))
+            if k == len(starts):
+                break
+            cut = int(starts[k])
+            yield block.slice(begin, cut - begin), lines[begin:cut]
+            begin = cut
+        pending, pending_lines, held = [block.slice(begin)], [lines[begin:]], len(lines) - begin
+    if held:
+        block = run_table(*(pa.concat_tables(pending).column(c) for c in RUN_COLUMNS))
+        yield block, np.concatenate(pending_lines)
+
+
+def parquet_batches(source: str | Path) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
+    """The rows of a Parquet run in the files' order, a batch at a time: each a table of the
+    run's columns (:data:`~rankeval.io.schema.RUN_COLUMNS`, ``q0`` and ``tag`` filled in where
+    the files have none), its rows' line numbers and file numbers (from the ``line`` and
+    ``file`` columns; else numbered in the files' order, file 0). Each batch is checked as a
+    run file's lines are: a NaN or missing score, an empty or missing id, or one with a
+    control character is an error naming the row's line.
+
+    Raises:
+        InputError: not Parquet, not a run (a column missing or of the wrong type), a bad row,
+            no row at all.
+        ResourceError: memory ran out.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     label = inputs.source_name(source)
     files = parquet_files(source)
+    tag = Path(files[0]).name
+    start = 1
     with inputs.reading(source, "run"):
-        try:
-            dataset = ds.dataset(files, format="parquet")
-            _check_schema(dataset.schema, label)
-            columns = [
-                c
-                for c in ("query_id", "q0", "doc_id", "score", "tag", "file", "line")
-                if c in dataset.schema.names
-            ]
-            batches = []
-            start = 1
-            for batch in dataset.to_batches(columns=columns):
-                batch = _with_lines(batch, start)
-                start += batch.num_rows
-                _check_rows(batch, label)
-                batches.append(batch)
-        except pa.ArrowException as exc:
-            if isinstance(exc, (OSError, MemoryError)):
-                raise  # (named by inputs.reading)
-            raise _unreadable(exc, label) from None
-        if not batches or not sum(b.num_rows for b in batches):
-            raise InputError("empty run: the Parquet files have no rows", source=label)
-        table = pa.Table.from_batches(batches)
-        del batches
-        order = np.lexsort((table.column("line").to_numpy(), table.column("file").to_numpy()))
-        if not (np.diff(order) == 1).all():
-            table = table.take(pa.array(order))
-        run = run_table(
-            table.column("query_id"),
-            table.column("q0") if "q0" in table.column_names else _repeat("Q0", table.num_rows),
-            table.column("doc_id"),
-            table.column("score"),
-            table.column("tag")
-            if "tag" in table.column_names
-            else _repeat(Path(files[0]).name, table.num_rows),
-        )
-        lines = table.column("line").to_numpy().astype(np.int64)
-    return run, lines
+        for path in files:
+            try:
+                reader = pq.ParquetFile(path)
+                _check_schema(reader.schema_arrow, label)
+                names = reader.schema_arrow.names
+                columns = [c for c in (*_RUN_COLUMNS, "file", "line") if c in names]
+                for batch in reader.iter_batches(columns=columns):
+                    batch = _with_lines(batch, start)
+                    start += batch.num_rows
+                    _check_rows(batch, label)
+                    n = batch.num_rows
+                    table = pa.table(
+                        {
+                            "query_id": batch.column("query_id"),
+                            "q0": batch.column("q0") if "q0" in names else _repeat("Q0", n),
+                            "doc_id": batch.column("doc_id"),
+                            "score": batch.column("score"),
+                            "tag": batch.column("tag") if "tag" in names else _repeat(tag, n),
+                        }
+                    )
+                    yield (
+                        _as_text(table),
+                        batch.column("line").to_numpy().astype(np.int64),
+                        batch.column("file").to_numpy().astype(np.int64),
+                    )
+            except pa.ArrowException as exc:
+                if isinstance(exc, (OSError, MemoryError)):
+                    raise  # (named by inputs.reading)
+                raise _unreadable(exc, label) from None
+    if start == 1:
+        raise InputError("empty run: the Parquet files have no rows", source=label)
+
+
+def _as_text(table: pa.Table) -> pa.Table:
+    """*table* in the run schema (:func:`~rankeval.io.schema.run_schema`): its id, ``q0`` and
+    tag columns as (dictionary-encoded) strings whatever type the file gave them (integer ids
+    are text, as in a run file), the score as float64."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from rankeval.io.schema import run_schema
+
+    columns = []
+    for field in run_schema():
+        column = table.column(field.name)
+        if column.type != field.type:
+            if pa.types.is_dictionary(field.type):
+                column = pc.dictionary_encode(column.cast(pa.string()))
+            else:
+                column = column.cast(field.type)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=run_schema())
 
 
 def _unreadable(exc: Exception, label: str) -> InputError:
