@@ -140,6 +140,23 @@ def test_too_few_file_descriptors_for_the_workers_is_one_line(files, tmp_path: P
     _one_error_line(proc, 1, "worker processes", "Too many open files", "ulimit -n", "--jobs 1")
 
 
+def test_a_temporary_directory_too_long_for_the_workers_socket_is_named(files, tmp_path: Path) -> None:
+    """``--jobs 2`` with a ``$TMPDIR`` longer than a socket path may be (107 bytes): one line
+    that names the directory and what to do (it advised raising a limit, as for ``ulimit -n``)."""
+    qrels, run = files
+    long = tmp_path / ("t" * (120 - len(str(tmp_path))))
+    long.mkdir()
+    proc = _popen(
+        [*RANKEVAL, qrels, run, "-m", "P@5", "-j", "2", "--block-size", "16kB"],
+        tmp_path,
+        None,
+        subprocess.DEVNULL,
+        {**os.environ, "TMPDIR": str(long)},
+    )
+    line = _one_error_line(proc, 1, "worker processes", "TMPDIR", "--jobs 1", str(long))
+    assert "raise the limit" not in line
+
+
 def _address_space(kib: int):
     def set_limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (kib << 10, kib << 10))

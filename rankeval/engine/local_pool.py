@@ -244,6 +244,15 @@ def _start_failed(exc: OSError) -> ResourceError:
     """The error of a worker process that could not be started: which limit, and what to do."""
     import errno
 
+    if "AF_UNIX path too long" in str(exc):
+        # the fork server's socket lives in the temporary directory: a path of at most 107 bytes
+        import tempfile
+
+        return ResourceError(
+            f"cannot start the --jobs worker processes: the temporary directory's path is too long "
+            f"for their socket ({len(tempfile.gettempdir())} characters: {tempfile.gettempdir()}); set "
+            "TMPDIR to a shorter directory, or use --jobs 1"
+        )
     limit = ""
     if exc.errno in (errno.EMFILE, errno.ENFILE):
         with contextlib.suppress(ImportError, OSError, ValueError):
