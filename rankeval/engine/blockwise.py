@@ -48,7 +48,7 @@ import numpy as np
 from rankeval.engine.scoring import as_number
 from rankeval.engine.ties import depth_of, tie_counts, tie_message  # (not late: ulimit -n)
 from rankeval.errors import InputError, RankevalWarning, ResourceError, TieWarning, UsageError, measure_guard
-from rankeval.io import trec as io
+from rankeval.io import trec
 from rankeval.io.blocks import RunBlock, RunFile, read_block, split_run
 from rankeval.io.data import Qrels, Run
 from rankeval.io.partition import RunPart, partition_run, read_part
@@ -464,7 +464,7 @@ def _parquet_tasks(
     from rankeval.io.parquet import parquet_blocks
 
     name = _file_name(state)
-    source = io.source_name(state.source)
+    source = trec.source_name(state.source)
     if state.unsorted is not None:
         warnings.warn(
             RankevalWarning(
@@ -519,8 +519,8 @@ def _rest(i: int, state: _RunState, shared: Shared) -> None:
     block retrieved are evaluated on an empty ranking (in this process: no run line)."""
     if not sum(v.rows for v in state.values):
         for path in state.files:
-            io.read_run_table(path)  # raises the whole-file reader's "empty run" error
-        raise InputError("empty run: no run line in it", source=io.source_name(state.source))
+            trec.read_run_table(path)  # raises the whole-file reader's "empty run" error
+        raise InputError("empty run: no run line in it", source=trec.source_name(state.source))
     seen = np.unique(np.concatenate([v.queries for v in state.values]).astype(str))
     judged = shared.qrels.table.column("query_id").unique().cast("string").to_numpy(zero_copy_only=False)
     rest = np.setdiff1d(judged.astype(str), seen, assume_unique=True)
@@ -539,7 +539,7 @@ def _names(states: list[_RunState]) -> list[str]:
         tags = {t for v in state.values for t in v.tags}
         tag = next(iter(tags)) if len(tags) == 1 else None
         if state.file:
-            entries.append((_file_name(state), state.name is not None, io.source_name(state.source), tag))
+            entries.append((_file_name(state), state.name is not None, trec.source_name(state.source), tag))
         else:
             entries.append((state.source.name, state.name is not None, state.source.source, tag))
     return unique_names(entries)

@@ -32,8 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 from rankeval.errors import InputError
-from rankeval.io import inputs
-from rankeval.io import trec as io
+from rankeval.io import inputs, trec
 from rankeval.io.fast_run import parse_run_fast
 from rankeval.io.memory import reserve, threads_fit
 
@@ -148,7 +147,7 @@ class RunFile:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        self.name = io.source_name(path)
+        self.name = trec.source_name(path)
         with inputs.os_errors(self.name, path=True):
             self._file = open(self.path, "rb")  # held until close()
         try:
@@ -467,4 +466,4 @@ def read_block(block: RunBlock, threads: bool = True) -> tuple[pa.Table, np.ndar
         table = parse_run_fast(data, threads and threads_fit(len(data)))
         if table is not None:
             return table, np.arange(block.first_line, block.first_line + table.num_rows, dtype=np.int64)
-        return io.parse_run(data, block.name, block.first_line)
+        return trec.parse_run(data, block.name, block.first_line)

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rankeval.errors import InputError, RankevalError, UsageError
-from rankeval.io import attributes, forms, htbg_json, inputs
-from rankeval.io import trec as io
+from rankeval.io import attributes, forms, htbg_json, inputs, trec
 from rankeval.io.schema import run_table
 from rankeval.io.validate import check_ids, check_judgments, dict_rows, float_column, id_strings
 
@@ -62,7 +61,7 @@ class Qrels:
     @property
     def attributes(self) -> list[str]:
         """Names of the ``key=value`` attribute columns."""
-        return [c for c in self.table.column_names if c not in io.RESERVED]
+        return [c for c in self.table.column_names if c not in trec.RESERVED]
 
     def with_docinfo(self, sources: str | Path | Sequence[str | Path]) -> Qrels:
         """These judgments with the item attributes of one or more side files.
@@ -104,8 +103,8 @@ class Qrels:
 
     def _with_side_file(self, source: str | Path) -> Qrels:
         """:meth:`with_docinfo` of one side file."""
-        info = io.read_docinfo_table(source)
-        name = io.source_name(source)
+        info = trec.read_docinfo_table(source)
+        name = trec.source_name(source)
         table, origins = attributes.merge_side_file(self.table, self._origins, info, name)
         out = Qrels(table, self.source, (*self.docinfo, (name, info)))
         out._origins = origins
@@ -232,14 +231,14 @@ class Qrels:
         kind = inputs.path_kind(source)
         if kind == "missing" and _looks_like_dataset_id(str(source)):
             return cls.from_ir_datasets(str(source))
-        name = io.source_name(source)
+        name = trec.source_name(source)
         if str(source).endswith(".parquet") and kind in ("file", "directory"):  # `convert --to parquet`
             from rankeval.io.parquet import read_parquet_qrels
 
             return cls(read_parquet_qrels(source), name)
         if htbg_json.is_json(source):
             return cls(htbg_json.read_truth_table(source), name)
-        return cls(io.read_qrels_table(source), name)
+        return cls(trec.read_qrels_table(source), name)
 
     @classmethod
     def from_ir_datasets(cls, dataset_id: str) -> Qrels:
@@ -335,7 +334,7 @@ class Run:
         line = int(self.lines[row]) if self.lines is not None else row + 1
         if self.source != "<stdin>" and self.tie_break != "qrels":  # "qrels": read from JSON
             try:
-                text = _nth_line(io.read_bytes(self.source), line) or text
+                text = _nth_line(trec.read_bytes(self.source), line) or text
             except RankevalError:  # the file went away or changed: the rebuilt text will do
                 pass
         return line, text
@@ -403,13 +402,13 @@ class Run:
             from rankeval.io.parquet import read_parquet_run_table
 
             rows, numbers = read_parquet_run_table(source)
-            return cls(rows, name, io.source_name(source), numbers)
+            return cls(rows, name, trec.source_name(source), numbers)
         if kind == "json":
             run = cls(htbg_json.read_prediction_table(source, tag=name), name)
-            run.source, run.tie_break = io.source_name(source), "qrels"
+            run.source, run.tie_break = trec.source_name(source), "qrels"
             return run
-        table, lines = io.read_run_table(source)
-        return cls(table, name, io.source_name(source), lines)
+        table, lines = trec.read_run_table(source)
+        return cls(table, name, trec.source_name(source), lines)
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, name: str = "run") -> Run:

@@ -37,8 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from rankeval.errors import InputError
-from rankeval.io import inputs, lines
-from rankeval.io import trec as io
+from rankeval.io import inputs, lines, trec
 from rankeval.io.schema import run_table
 from rankeval.io.validate import JsonInteger, JsonReader, bad_grade, htbg_swapped, is_htbg_judgment
 
@@ -380,7 +379,7 @@ def _fast_truth(data: bytes, sep: str) -> pa.Table | None:
 def _read(source: str | Path) -> tuple[bytes, str]:
     """The bytes of *source* (UTF-16 and UTF-32 text refused by name) and its name."""
     name = inputs.source_name(source)
-    data = io.read_bytes(source)
+    data = trec.read_bytes(source)
     lines.check_encoding(data, name)
     return data, name
 
