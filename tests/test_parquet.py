@@ -288,3 +288,29 @@ def test_a_parquet_run_out_of_order_is_read_whole_with_a_warning(tmp_path, disor
     assert np.allclose(
         parquet["value"].to_numpy(), expected["value"].to_numpy(), rtol=0, atol=0, equal_nan=True
     )
+
+
+@pytest.mark.parametrize(
+    "kind", ["int64 ids", "large_string", "string_view", "int8 dictionary", "int32 score"]
+)
+def test_parquet_columns_of_other_text_and_number_types_are_read(tmp_path, kind):
+    """Ids as integers, large or view strings, dictionaries of any index width, integer
+    scores: read as the text run is (the values of the text run)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    text = rankeval.Run.read(RUN).table
+    ids, docs, score = text.column("query_id").cast(pa.string()), text.column("doc_id"), text.column("score")
+    columns = {
+        "int64 ids": {"query_id": ids.cast(pa.int64())},
+        "large_string": {"doc_id": docs.cast(pa.large_string())},
+        "string_view": {"doc_id": docs.cast(pa.string_view())},
+        "int8 dictionary": {"query_id": ids.dictionary_encode().cast(pa.dictionary(pa.int8(), pa.string()))},
+        "int32 score": {"score": pa.array(np.round(score.to_numpy() * 1000).astype(np.int32))},
+    }[kind]
+    table = pa.table({"query_id": ids, "doc_id": docs, "score": score, **columns})
+    pq.write_table(table, tmp_path / "run.parquet")
+    expected_run = rankeval.Run.from_frame(table.to_pandas().astype({"query_id": str, "doc_id": str}), "run")
+    parquet = rankeval.evaluate(QRELS, tmp_path / "run.parquet", CLASSIC, block_size=2048)
+    expected = rankeval.evaluate(QRELS, expected_run, CLASSIC)
+    assert (parquet["value"].to_numpy() == expected["value"].to_numpy()).all()

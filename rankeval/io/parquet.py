@@ -263,7 +263,12 @@ def _type_error(name: str, kind: pa.DataType) -> str | None:
 
     if pa.types.is_dictionary(kind):
         kind = kind.value_type
-    text = pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_integer(kind)
+    text = (
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_string_view(kind)
+        or pa.types.is_integer(kind)
+    )
     if name in _TEXT_COLUMNS and not text:
         return "text"
     if name == "score" and not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
