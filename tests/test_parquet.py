@@ -299,6 +299,8 @@ def test_parquet_columns_of_other_text_and_number_types_are_read(tmp_path, kind)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    if kind == "string_view" and not hasattr(pa, "string_view"):
+        pytest.skip("pyarrow < 16 has no string views")
     text = rankeval.Run.read(RUN).table
     ids, docs, score = text.column("query_id").cast(pa.string()), text.column("doc_id"), text.column("score")
     columns = {

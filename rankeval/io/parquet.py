@@ -266,7 +266,7 @@ def _type_error(name: str, kind: pa.DataType) -> str | None:
     text = (
         pa.types.is_string(kind)
         or pa.types.is_large_string(kind)
-        or pa.types.is_string_view(kind)
+        or getattr(pa.types, "is_string_view", lambda _: False)(kind)  # (pyarrow >= 16)
         or pa.types.is_integer(kind)
     )
     if name in _TEXT_COLUMNS and not text:
