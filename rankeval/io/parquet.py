@@ -367,7 +367,7 @@ def read_parquet_qrels(source: str | Path) -> pa.Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from rankeval.io.schema import QRELS_COLUMNS
+    from rankeval.io.schema import QRELS_COLUMNS, qrels_schema
     from rankeval.io.validate import check_judgments, check_text_columns
 
     name = inputs.source_name(source)
@@ -386,10 +386,8 @@ def read_parquet_qrels(source: str | Path) -> pa.Table:
         if table.num_rows == 0:
             raise InputError("no judgments: the Parquet file has no rows", source=name)
         try:
-            table = _cast(table, "relevance", pa.float64())
-            for key in ("query_id", "iteration", "doc_id"):
-                table = _cast(table, key, pa.string())
-            table = _cast(table, "line", pa.int64())
+            for field in qrels_schema():
+                table = _cast(table, field.name, field.type)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise InputError(
                 f"not a rankeval qrels Parquet file: {clip(str(exc), 100)}", source=name
