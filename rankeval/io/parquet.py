@@ -232,11 +232,11 @@ def _unreadable(exc: Exception, label: str) -> InputError:
 
 
 def _repeat(value: str, n: int) -> pa.Array:
+    """*value* *n* times, dictionary-encoded (a column the files do not have)."""
+    import numpy as np
     import pyarrow as pa
 
-    return pa.DictionaryArray.from_arrays(
-        pa.array([0] * n, pa.int32()) if n else pa.array([], pa.int32()), pa.array([value])
-    )
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([value], pa.string()))
 
 
 def _check_schema(schema: pa.Schema, label: str) -> None:
